@@ -1,0 +1,249 @@
+"""ACP wire format: newline-delimited JSON-RPC 2.0 over stdio.
+
+Framing, message classification and blocking line I/O. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+PROTOCOL_VERSION = 1
+MAX_LINE_BYTES = 1024 * 1024
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
+
+JSONRPC_VERSION = "2.0"
+EXCERPT_LIMIT = 200
+_READ_SIZE = 64 * 1024
+_WHITESPACE = b" \t\r\n"
+
+
+def encode(message: dict) -> bytes:
+    """Serialize one message as a single ASCII line ending in a newline."""
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=True)
+    return text.encode("ascii") + b"\n"
+
+
+def make_request(request_id, method: str, params: dict) -> dict:
+    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "method": method, "params": params}
+
+
+def make_notification(method: str, params: dict) -> dict:
+    return {"jsonrpc": JSONRPC_VERSION, "method": method, "params": params}
+
+
+def make_result(request_id, result) -> dict:
+    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "result": result}
+
+
+def make_error(request_id, code: int, message: str, data=None) -> dict:
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "error": error}
+
+
+@dataclass(frozen=True)
+class Request:
+    id: object
+    method: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Notification:
+    method: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Response:
+    id: object
+    result: object = None
+    error: dict | None = None
+
+
+@dataclass(frozen=True)
+class ProtocolIssue:
+    kind: str
+    excerpt: str
+
+
+Message = Request | Notification | Response
+
+
+def excerpt(data: bytes | str, limit: int = EXCERPT_LIMIT) -> str:
+    """A bounded, printable ASCII rendering of data, ending in "...(N bytes)" when cut."""
+    if isinstance(data, str):
+        raw = data.encode("utf-8", "backslashreplace")
+    else:
+        raw = bytes(data)
+    text = _printable(raw[:limit])
+    if len(raw) <= limit and len(text) <= limit:
+        return text
+    return f"{text[:limit]}...({len(raw)} bytes)"
+
+
+def _printable(raw: bytes) -> str:
+    text = raw.decode("utf-8", "backslashreplace")
+    # ascii(char) spells a non-printable character as its escape, such as \x00 or \u2028.
+    return "".join(char if " " <= char <= "~" else ascii(char)[1:-1] for char in text)
+
+
+def parse_line(line: bytes) -> Message | ProtocolIssue | None:
+    """Classify one line; None for a blank line."""
+    stripped = line.strip(_WHITESPACE)
+    if not stripped:
+        return None
+    try:
+        payload = json.loads(stripped.decode("utf-8"))
+    except UnicodeDecodeError:
+        return ProtocolIssue("invalid_utf8", excerpt(stripped))
+    except (ValueError, RecursionError):
+        return ProtocolIssue("not_json", excerpt(stripped))
+    if not isinstance(payload, dict):
+        return ProtocolIssue("not_object", excerpt(stripped))
+    message = _classify(payload)
+    if message is None:
+        return ProtocolIssue("invalid_message", excerpt(stripped))
+    return message
+
+
+def _classify(payload: dict) -> Message | None:
+    if payload.get("jsonrpc") != JSONRPC_VERSION:
+        return None
+    if "method" in payload:
+        return _classify_call(payload)
+    return _classify_response(payload)
+
+
+def _classify_call(payload: dict) -> Request | Notification | None:
+    method = payload["method"]
+    # An absent or null params is read as {}; any other non-object is malformed.
+    params = payload.get("params")
+    params = {} if params is None else params
+    if not isinstance(method, str) or not isinstance(params, dict):
+        return None
+    if "result" in payload or "error" in payload:
+        return None
+    if "id" not in payload:
+        return Notification(method, params)
+    if not _valid_id(payload["id"]):
+        return None
+    return Request(payload["id"], method, params)
+
+
+def _classify_response(payload: dict) -> Response | None:
+    has_result, has_error = "result" in payload, "error" in payload
+    if has_result == has_error or not _valid_id(payload.get("id", False)):
+        return None
+    error = payload.get("error")
+    if has_error and not (isinstance(error, dict) and _is_int(error.get("code"))):
+        return None
+    return Response(payload["id"], payload.get("result"), error)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _valid_id(value) -> bool:
+    return value is None or isinstance(value, str) or _is_int(value)
+
+
+class LineSplitter:
+    """Turns a byte stream into complete lines; never holds more than MAX_LINE_BYTES of one line."""
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
+        self.max_line_bytes = max_line_bytes
+        self._pending = bytearray()
+        self._discarding = False
+
+    def feed(self, data: bytes) -> list[bytes | ProtocolIssue]:
+        """Complete lines (without the newline) and issues, in stream order."""
+        out: list[bytes | ProtocolIssue] = []
+        start = 0
+        newline = data.find(b"\n")
+        while newline >= 0:
+            self._add(data[start:newline], out, line_ends=True)
+            start = newline + 1
+            newline = data.find(b"\n", start)
+        if start < len(data):
+            self._add(data[start:], out, line_ends=False)
+        return out
+
+    def finish(self) -> list[ProtocolIssue]:
+        """At EOF: report a pending partial line instead of returning it."""
+        pending, discarding = bytes(self._pending), self._discarding
+        self._pending.clear()
+        self._discarding = False
+        if discarding or not pending.strip(_WHITESPACE):
+            return []
+        return [ProtocolIssue("truncated_line", excerpt(pending))]
+
+    def _add(self, piece: bytes, out: list, line_ends: bool) -> None:
+        if self._discarding:
+            self._discarding = not line_ends
+            return
+        if len(self._pending) + len(piece) > self.max_line_bytes:
+            out.append(ProtocolIssue("line_too_long", self._overflow_excerpt(piece)))
+            self._pending.clear()
+            self._discarding = not line_ends
+            return
+        self._pending += piece
+        if line_ends:
+            out.append(bytes(self._pending))
+            self._pending.clear()
+
+    def _overflow_excerpt(self, piece: bytes) -> str:
+        head = (bytes(self._pending[:EXCERPT_LIMIT]) + piece[:EXCERPT_LIMIT])[:EXCERPT_LIMIT]
+        return f"{_printable(head)[:EXCERPT_LIMIT]}...(over {self.max_line_bytes} bytes)"
+
+
+def _report_to_stderr(issue: ProtocolIssue) -> None:
+    sys.stderr.write(f"acp protocol issue: {issue.kind}: {issue.excerpt}\n")
+    sys.stderr.flush()
+
+
+class StdioEndpoint:
+    """Blocking line I/O for an agent process: reads requests from a binary input, writes messages thread-safely."""
+
+    def __init__(self, infile, outfile, on_issue: Callable[[ProtocolIssue], None] | None = None):
+        self._infile = infile
+        self._outfile = outfile
+        self._on_issue = on_issue or _report_to_stderr
+        self._write_lock = threading.Lock()
+
+    def messages(self) -> Iterator[Message]:
+        """Incoming messages in order; protocol issues are reported and skipped; ends at EOF."""
+        splitter = LineSplitter()
+        # read1 returns whatever is available instead of waiting for a full buffer.
+        read = getattr(self._infile, "read1", self._infile.read)
+        while chunk := read(_READ_SIZE):
+            for item in splitter.feed(chunk):
+                message = item if isinstance(item, ProtocolIssue) else parse_line(item)
+                if isinstance(message, ProtocolIssue):
+                    self._on_issue(message)
+                elif message is not None:
+                    yield message
+        for issue in splitter.finish():
+            self._on_issue(issue)
+
+    def send(self, message: dict) -> None:
+        self.send_raw(encode(message))
+
+    def send_raw(self, data: bytes) -> None:
+        with self._write_lock:
+            self._outfile.write(data)
+            self._outfile.flush()

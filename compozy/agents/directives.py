@@ -1,0 +1,304 @@
+"""The reference agent's prompt directives: their grammar, the context replay block, and what each one does.
+
+See docs/reference-agent.md for the user-facing description of every directive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from compozy.acp import protocol
+
+STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal")
+PERMISSION_KINDS = ("read", "edit", "execute", "delete", "fetch", "search", "other")
+PERMISSION_OPTIONS = [
+    {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow-always", "name": "Allow always", "kind": "allow_always"},
+    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject-always", "name": "Reject always", "kind": "reject_always"},
+]
+GARBAGE_PAD_BYTES = 1536 * 1024
+STDERR_BLOCK = (b"x" * 63 + b"\n") * 64  # 4 KiB
+
+_NUMBER = r"\d+(?:\.\d*)?|\.\d+"
+_ARGUMENT_PATTERNS = {
+    "chunks": r"(\d+)",
+    "hold": r"([A-Za-z0-9_-][A-Za-z0-9._-]*)",
+    "sleep": rf"({_NUMBER})",
+    "crash": r"(\d+)(?:\s+(once))?",
+    "hang": "",
+    "ignore-term": "",
+    "grandchild": r"(setsid)?",
+    "permission": "(" + "|".join(PERMISSION_KINDS) + ")",
+    "tool": r"(.+)",
+    "tool-open": r"(.+)",
+    "write": r"(\S+)\s+(\S+)",
+    "read": r"(\S+)",
+    "garbage": "",
+    "stderr": r"(\d+)",
+    "thought": r"(.+)",
+    "plan": "",
+    "usage": "",
+    "stop": "(" + "|".join(STOP_REASONS) + ")",
+    "fail": "",
+    "exit": r"(\d+)",
+    "recall": "",
+    "slow-cancel": rf"({_NUMBER})",
+}
+_TOKEN = re.compile(r"\[([a-z][a-z-]*)(?:\s+([^\[\]]*?))?\s*\]")
+_REPLAY_BLOCK = re.compile(r"<compozy_context_replay>(.*?)</compozy_context_replay>", re.DOTALL)
+_USER_REQUEST_MARKER = "User request:"
+
+
+def log(text: str) -> None:
+    sys.stderr.write(f"[compozy-reference {os.getpid()}] {text}\n")
+    sys.stderr.flush()
+
+
+class TurnCancelled(Exception):
+    pass
+
+
+class TurnFailed(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Directive:
+    name: str
+    args: tuple
+    token: str
+
+
+@dataclass(frozen=True)
+class ContextReplay:
+    messages: list
+    request_text: str
+
+
+def parse_directives(text: str) -> tuple[list[Directive], str]:
+    """Directives in order, and the text with their tokens removed and whitespace stripped."""
+    found: list[Directive] = []
+
+    def take(match: re.Match) -> str:
+        pattern = _ARGUMENT_PATTERNS.get(match.group(1))
+        arguments = re.fullmatch(pattern, match.group(2) or "") if pattern is not None else None
+        if arguments is None:
+            return match.group(0)
+        found.append(Directive(match.group(1), arguments.groups(), match.group(0)))
+        return ""
+
+    remaining = _TOKEN.sub(take, text)
+    return found, remaining.strip()
+
+
+def split_context_replay(text: str) -> ContextReplay | None:
+    """The replayed messages and the real request, or None when the prompt has no replay block."""
+    match = _REPLAY_BLOCK.search(text)
+    if match is None:
+        return None
+    rest = text[match.end():]
+    marker = rest.find(_USER_REQUEST_MARKER)
+    if marker >= 0:
+        rest = rest[marker + len(_USER_REQUEST_MARKER):]
+    return ContextReplay(_replayed_messages(match.group(1)), rest.strip())
+
+
+def _replayed_messages(body: str) -> list:
+    try:
+        entries = json.loads(body)
+    except ValueError:
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [entry for entry in entries if _is_message(entry)]
+
+
+def _is_message(entry) -> bool:
+    return isinstance(entry, dict) and isinstance(entry.get("role"), str) and isinstance(entry.get("text"), str)
+
+
+def crash_marker_key(session_id: str, prompt_text: str) -> str:
+    return hashlib.sha256((session_id + prompt_text).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def garbage_lines(session_id: str) -> list[bytes]:
+    """Lines a well-behaved client must survive, each to be followed by a newline."""
+    unknown_update = {"sessionId": session_id, "update": {"sessionUpdate": "compaction_update"}}
+    leak_chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "leak"}, "messageId": "leak"}
+    leak = {"sessionId": "other-session", "update": leak_chunk}
+    return [
+        b"this is not json",
+        b"\xff\xfe garbage",
+        b"[1,2,3]",
+        b"42",
+        b'{"jsonrpc":"2.0","id":987654,"result":{}}',
+        protocol.encode(protocol.make_notification("session/update", unknown_update)).rstrip(b"\n"),
+        protocol.encode(protocol.make_notification("session/update", leak)).rstrip(b"\n"),
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"pad":"' + b"x" * GARBAGE_PAD_BYTES + b'"}}',
+    ]
+
+
+def error_message(error: dict) -> str:
+    return str(error.get("message", "")) or f"error {error.get('code')}"
+
+
+def permission_outcome(response: protocol.Response | None) -> tuple[str, str]:
+    """("granted" | "denied" | "cancelled", label) from the client's answer."""
+    if response is None:
+        return "cancelled", ""
+    if response.error:
+        if response.error.get("code") == protocol.REQUEST_CANCELLED:
+            return "cancelled", ""
+        return "denied", error_message(response.error)
+    outcome = response.result.get("outcome") if isinstance(response.result, dict) else None
+    if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+        return "cancelled", ""
+    option_id = str(outcome.get("optionId"))
+    return ("granted" if option_id.startswith("allow") else "denied"), option_id
+
+
+class DirectiveSteps:
+    """One method per directive, mixed into the reference agent's Turn.
+
+    Relies on the Turn's primitives: agent, session, prompt_text, open_tool_calls, checkpoint, pause,
+    say, update, ask_client and start_tool_call.
+    """
+
+    def run_directive(self, directive: Directive) -> None:
+        getattr(self, "do_" + directive.name.replace("-", "_"))(*directive.args)
+
+    def do_chunks(self, count: str) -> None:
+        for number in range(1, int(count) + 1):
+            self.checkpoint()
+            self.say(f"chunk {number} ")
+
+    def do_hold(self, name: str) -> None:
+        gate = Path(self.session.cwd, ".compozy-gates", name)
+        self.say(f"holding {name} ")
+        self.pause(math.inf, until=gate.exists)
+
+    def do_sleep(self, seconds: str) -> None:
+        self.pause(float(seconds))
+
+    def do_crash(self, count: str, once: str | None) -> None:
+        self.do_chunks(count)
+        if once and not self.agent.claim_crash_marker(self.session.session_id, self.prompt_text):
+            return
+        log("crashing on purpose ([crash] directive)")
+        os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(10)
+
+    def do_hang(self) -> None:
+        log("hanging forever ([hang] directive)")
+        while True:
+            time.sleep(0.05)
+
+    def do_ignore_term(self) -> None:
+        pass  # applied on the main thread when the prompt arrived: signal.signal only works there
+
+    def do_slow_cancel(self, seconds: str) -> None:
+        pass  # read for the whole turn when the prompt arrived
+
+    def do_grandchild(self, setsid: str | None) -> None:
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(3600)"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=bool(setsid),
+        )
+        self.agent.children.append(child)
+        pid_dir = Path(self.session.cwd, ".compozy-pids")
+        pid_dir.mkdir(parents=True, exist_ok=True)
+        with open(pid_dir / "grandchildren", "a", encoding="ascii") as pid_file:
+            pid_file.write(f"{child.pid}\n")
+        self.say(f"spawned {child.pid} ")
+
+    def do_permission(self, kind: str) -> None:
+        title = f"Reference {kind}"
+        location = {"path": os.path.join(self.session.cwd, f"reference-{kind}.txt")}
+        call_id = self.start_tool_call(title, kind, "pending", locations=[location])
+        self.open_tool_calls.append(call_id)
+        response = self.ask_client("session/request_permission", {
+            "toolCall": {"toolCallId": call_id, "title": title, "kind": kind},
+            "options": PERMISSION_OPTIONS,
+        })
+        outcome, label = permission_outcome(response)
+        if outcome == "cancelled":
+            raise TurnCancelled()
+        self.open_tool_calls.remove(call_id)
+        status = "completed" if outcome == "granted" else "failed"
+        self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status})
+        self.say(f"permission {outcome}: {label} ")
+
+    def do_tool(self, name: str) -> None:
+        call_id = self.start_tool_call(name, "other", "in_progress")
+        content = [{"type": "content", "content": {"type": "text", "text": f"{name} done"}}]
+        self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
+                     "content": content})
+
+    def do_tool_open(self, name: str) -> None:
+        self.start_tool_call(name, "other", "in_progress")
+
+    def do_write(self, path: str, text: str) -> None:
+        response = self.ask_client("fs/write_text_file", {"path": self.absolute(path), "content": text})
+        if response is None:
+            raise TurnCancelled()
+        self.say(f"write refused: {error_message(response.error)} " if response.error else f"wrote {path} ")
+
+    def do_read(self, path: str) -> None:
+        response = self.ask_client("fs/read_text_file", {"path": self.absolute(path)})
+        if response is None:
+            raise TurnCancelled()
+        if response.error:
+            self.say(f"read refused: {error_message(response.error)} ")
+            return
+        content = response.result.get("content") if isinstance(response.result, dict) else None
+        self.say(f"read: {content} ")
+
+    def do_garbage(self) -> None:
+        for line in garbage_lines(self.session.session_id):
+            self.agent.endpoint.send_raw(line + b"\n")
+
+    def do_stderr(self, kibibytes: str) -> None:
+        sys.stderr.flush()
+        remaining = int(kibibytes) * 1024
+        while remaining > 0:
+            sys.stderr.buffer.write(STDERR_BLOCK[:remaining])
+            sys.stderr.buffer.flush()
+            remaining -= len(STDERR_BLOCK)
+
+    def do_thought(self, text: str) -> None:
+        self.update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}})
+
+    def do_plan(self) -> None:
+        self.update({"sessionUpdate": "plan", "entries": [
+            {"content": "Read the request", "priority": "high", "status": "completed"},
+            {"content": "Write the reply", "priority": "medium", "status": "in_progress"},
+        ]})
+
+    def do_usage(self) -> None:
+        self.update({"sessionUpdate": "usage_update", "used": 1200, "size": 200000})
+        self.usage = {"inputTokens": 1000, "outputTokens": 200, "totalTokens": 1200}
+
+    def do_stop(self, reason: str) -> None:
+        self.stop_reason = reason
+
+    def do_fail(self) -> None:
+        raise TurnFailed()
+
+    def do_exit(self, code: str) -> None:
+        log(f"exiting with code {code} ([exit] directive)")
+        os._exit(int(code))
+
+    def do_recall(self) -> None:
+        self.recall = True

@@ -1,0 +1,572 @@
+"""The compozy reference agent: a real ACP v1 agent on stdin/stdout, steered by directives in prompts.
+
+Run it as `python3 -m compozy.agents.reference`; docs/reference-agent.md describes every behaviour.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compozy.acp import protocol
+from compozy.agents.directives import (
+    DirectiveSteps, TurnCancelled, TurnFailed, crash_marker_key, log, parse_directives, split_context_replay,
+)
+
+AGENT_INFO = {"name": "compozy-reference", "title": "Compozy reference agent", "version": "1"}
+AUTH_METHOD = {"id": "reference-login", "name": "Reference login"}
+DEFAULT_MODELS = ("echo-1", "echo-2", "echo-large")
+SELECT_LABELS = {"model": ("Model", "model"), "reasoning_effort": ("Reasoning effort", "thought_level"),
+                 "speed": ("Speed", "_speed")}
+POLL_SECONDS = 0.02
+CANCEL_GRACE_SECONDS = 2.0
+SESSION_ID_PATTERN = re.compile(r"ref_[0-9a-f]{32}")
+DEFERRED = object()
+
+
+def env_flag(env, name: str) -> bool:
+    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def default_state_dir(env) -> Path:
+    if env.get("COMPOZY_REFERENCE_STATE"):
+        return Path(env["COMPOZY_REFERENCE_STATE"])
+    if env.get("COMPOZY_HOME"):
+        return Path(env["COMPOZY_HOME"]) / "reference-agent"
+    return Path.home() / ".compozy" / "reference-agent"
+
+
+def parse_delay(raw: str) -> float:
+    try:
+        return max(0.0, float(raw or 0))
+    except ValueError:
+        log(f"ignoring invalid COMPOZY_REFERENCE_CHUNK_DELAY {raw!r}")
+        return 0.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    require_auth: bool
+    load_session: bool
+    steering: bool
+    chunk_delay: float
+    models: tuple
+    state_dir: Path
+
+    @classmethod
+    def from_env(cls, env) -> Settings:
+        models = tuple(name.strip() for name in env.get("COMPOZY_REFERENCE_MODELS", "").split(",") if name.strip())
+        return cls(require_auth=env_flag(env, "COMPOZY_REFERENCE_REQUIRE_AUTH"),
+                   load_session=not env_flag(env, "COMPOZY_REFERENCE_NO_LOAD"),
+                   steering=env_flag(env, "COMPOZY_REFERENCE_STEERING"),
+                   chunk_delay=parse_delay(env.get("COMPOZY_REFERENCE_CHUNK_DELAY", "")),
+                   models=models or DEFAULT_MODELS, state_dir=default_state_dir(env))
+
+    def choices(self) -> dict:
+        return {"model": self.models, "reasoning_effort": ("low", "medium", "high"), "speed": ("normal", "fast")}
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data=None):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+def invalid_params(reason: str) -> RpcError:
+    return RpcError(protocol.INVALID_PARAMS, f"Invalid params: {reason}")
+
+
+@dataclass
+class Session:
+    session_id: str
+    cwd: str
+    config: dict
+    history: list = field(default_factory=list)
+    turn: Turn | None = None
+
+
+def text_of(blocks) -> str:
+    if not isinstance(blocks, list):
+        raise invalid_params("prompt must be a list of content blocks")
+    texts = (block.get("text") for block in blocks if isinstance(block, dict) and block.get("type") == "text")
+    return "".join(text for text in texts if isinstance(text, str))
+
+
+def text_update(kind: str, text: str, message_id: str) -> dict:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}, "messageId": message_id}
+
+
+def session_cwd(params: dict) -> str:
+    cwd = params.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise invalid_params("cwd must be an absolute path")
+    if not isinstance(params.get("mcpServers"), list):
+        raise invalid_params("mcpServers must be a list")
+    return cwd
+
+
+def valid_history(entries) -> list:
+    entries = entries if isinstance(entries, list) else []
+    return [entry for entry in entries if isinstance(entry, dict) and isinstance(entry.get("text"), str)
+            and entry.get("role") in ("user", "agent") and isinstance(entry.get("message_id"), str)]
+
+
+class Turn(DirectiveSteps):
+    """One session/prompt, run on its own thread so cancels and client answers are handled meanwhile."""
+
+    def __init__(self, agent: ReferenceAgent, session: Session, request_id, prompt_text: str):
+        self.agent, self.session, self.request_id, self.prompt_text = agent, session, request_id, prompt_text
+        self.replay = split_context_replay(prompt_text)
+        self.request_text = self.replay.request_text if self.replay else prompt_text
+        self.directives, self.clean_text = parse_directives(self.request_text)
+        names = [directive.name for directive in self.directives]
+        # These two change how the whole turn reacts to cancel and EOF, wherever they appear.
+        self.ignore_cancel = "hang" in names
+        self.slow_cancel = max([float(d.args[0]) for d in self.directives if d.name == "slow-cancel"], default=0.0)
+        self.ignores_term = "ignore-term" in names
+        self.message_id = uuid.uuid4().hex
+        self.reply_parts: list[str] = []
+        self.open_tool_calls: list[str] = []
+        self.earlier_user_messages: list[str] = []
+        self.stop_reason, self.usage, self.recall = "end_turn", None, False
+        self.cancel_requested, self.wake = threading.Event(), threading.Event()
+        self.steering: list[str] = []
+        self.steering_lock = threading.Lock()
+
+    def request_cancel(self) -> None:
+        self.cancel_requested.set()
+        self.wake.set()
+
+    def steer(self, text: str) -> None:
+        with self.steering_lock:
+            self.steering.append(text)
+        self.wake.set()
+
+    def run(self) -> None:
+        try:
+            message = protocol.make_result(self.request_id, self.execute())
+        except TurnCancelled:
+            message = protocol.make_result(self.request_id, self.finish_cancelled())
+        except TurnFailed:
+            message = protocol.make_error(self.request_id, protocol.INTERNAL_ERROR, "reference failure")
+        except Exception as error:  # answer the prompt rather than leave the client waiting forever
+            log(traceback.format_exc())
+            message = protocol.make_error(self.request_id, protocol.INTERNAL_ERROR, f"reference agent error: {error}")
+        self.agent.finish_turn(self, message)
+
+    def execute(self) -> dict:
+        if self.replay:
+            self.agent.record_replayed(self.session, self.replay.messages)
+        self.earlier_user_messages = self.agent.user_messages(self.session)
+        self.agent.record(self.session, "user", self.request_text)
+        if self.agent.thinking_enabled(self.session):
+            self.update(text_update("agent_thought_chunk", "thinking about it", uuid.uuid4().hex))
+        if self.replay:
+            self.say(f"[context replayed: {len(self.replay.messages)} messages] ")
+        for directive in self.directives:
+            self.checkpoint()
+            self.run_directive(directive)
+        self.checkpoint()
+        self.say(self.final_text())
+        return {"stopReason": self.stop_reason, **({"usage": self.usage} if self.usage else {})}
+
+    def final_text(self) -> str:
+        if self.recall:
+            return "history: " + " | ".join(self.earlier_user_messages)
+        if self.agent.session_model(self.session) == "echo-large":
+            return f"echo: {self.clean_text.upper()}"
+        return f"echo: {self.clean_text}"
+
+    def finish_cancelled(self) -> dict:
+        for call_id in self.open_tool_calls:
+            self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed"})
+        time.sleep(self.slow_cancel)
+        return {"stopReason": "cancelled"}
+
+    def checkpoint(self) -> None:
+        """A step boundary: deliver steering, then stop if cancelled."""
+        with self.steering_lock:
+            steered, self.steering = self.steering, []
+        for text in steered:
+            self.agent.record(self.session, "user", text)
+            self.say(f"steered: {text}")
+        if self.cancel_requested.is_set() and not self.ignore_cancel:
+            raise TurnCancelled()
+
+    def pause(self, seconds: float, until=None) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            self.checkpoint()
+            remaining = deadline - time.monotonic()
+            if (until is not None and until()) or remaining <= 0:
+                return
+            self.wake.wait(min(POLL_SECONDS, remaining))
+            self.wake.clear()
+
+    def update(self, update: dict) -> None:
+        self.agent.send_update(self.session.session_id, update)
+
+    def say(self, text: str) -> None:
+        if self.reply_parts and self.agent.settings.chunk_delay:
+            self.pause(self.agent.settings.chunk_delay)
+        self.reply_parts.append(text)
+        self.update(text_update("agent_message_chunk", text, self.message_id))
+
+    def absolute(self, path: str) -> str:
+        return os.path.normpath(os.path.join(self.session.cwd, path))
+
+    def ask_client(self, method: str, params: dict) -> protocol.Response | None:
+        """Send a request to the client and wait; None when cancelled before an answer came."""
+        pending = self.agent.send_request(method, {"sessionId": self.session.session_id, **params})
+        try:
+            while not pending.done.wait(POLL_SECONDS):
+                if self.cancel_requested.is_set() and not self.ignore_cancel:
+                    # After a cancel the client must still answer (permission: outcome cancelled).
+                    pending.done.wait(CANCEL_GRACE_SECONDS)
+                    break
+            return pending.response
+        finally:
+            self.agent.forget_request(pending)
+
+    def start_tool_call(self, title: str, kind: str, status: str, **extra) -> str:
+        call_id = self.agent.new_tool_call_id()
+        self.update({"sessionUpdate": "tool_call", "toolCallId": call_id, "title": title, "kind": kind,
+                     "status": status, **extra})
+        return call_id
+
+
+@dataclass
+class PendingRequest:
+    request_id: int
+    done: threading.Event = field(default_factory=threading.Event)
+    response: protocol.Response | None = None
+
+
+class ReferenceAgent:
+    """Dispatches incoming messages on the main thread; each prompt runs on a worker thread."""
+
+    def __init__(self, endpoint: protocol.StdioEndpoint, settings: Settings):
+        self.endpoint, self.settings = endpoint, settings
+        self.sessions: dict[str, Session] = {}
+        self.pending: dict[object, PendingRequest] = {}
+        self.lock = threading.RLock()
+        self.request_ids, self.tool_call_ids = itertools.count(0), itertools.count(1)
+        self.boolean_options = self.authenticated = False
+        self.children: list[subprocess.Popen] = []
+        self.handlers = {"initialize": self.initialize, "authenticate": self.authenticate,
+                         "session/new": self.new_session, "session/set_config_option": self.set_config_option,
+                         "session/set_mode": lambda request: {}, "session/prompt": self.start_prompt}
+        if settings.load_session:
+            self.handlers["session/load"] = self.load_session
+        if settings.steering:
+            self.handlers["_compozy/steer"] = self.steer
+
+    def run(self) -> int:
+        for message in self.endpoint.messages():
+            if isinstance(message, protocol.Request):
+                self.handle_request(message)
+            elif isinstance(message, protocol.Notification):
+                self.handle_notification(message)
+            else:
+                self.handle_response(message)
+        return self.on_eof()
+
+    def on_eof(self) -> int:
+        turns = [session.turn for session in list(self.sessions.values()) if session.turn]
+        if any(turn.ignore_cancel for turn in turns):
+            log("stdin closed, but a [hang] turn ignores that")
+            while True:
+                time.sleep(1)
+        log("stdin closed; exiting")
+        if turns:
+            os._exit(0)  # workers may be mid-write; do not wait for interpreter shutdown
+        return 0
+
+    def handle_request(self, request: protocol.Request) -> None:
+        handler = self.handlers.get(request.method)
+        try:
+            if handler is None:
+                raise RpcError(protocol.METHOD_NOT_FOUND, "Method not found", {"method": request.method})
+            result = handler(request)
+        except RpcError as error:
+            self.send(protocol.make_error(request.id, error.code, error.message, error.data))
+        except Exception as error:
+            log(traceback.format_exc())
+            self.send(protocol.make_error(request.id, protocol.INTERNAL_ERROR, f"reference agent error: {error}"))
+        else:
+            if result is not DEFERRED:
+                self.send(protocol.make_result(request.id, result))
+
+    def handle_notification(self, notification: protocol.Notification) -> None:
+        if notification.method != "session/cancel":
+            return  # unknown notifications are ignored, as ACP asks
+        session = self.sessions.get(notification.params.get("sessionId"))
+        turn = session.turn if session else None
+        if turn:
+            turn.request_cancel()
+
+    def handle_response(self, response: protocol.Response) -> None:
+        with self.lock:
+            pending = self.pending.get(response.id)
+        if pending is None:
+            log(f"response for unknown request id {response.id!r}")
+            return
+        pending.response = response
+        pending.done.set()
+
+    def send(self, message: dict) -> None:
+        self.endpoint.send(message)
+
+    def send_update(self, session_id: str, update: dict) -> None:
+        self.send(protocol.make_notification("session/update", {"sessionId": session_id, "update": update}))
+
+    def send_request(self, method: str, params: dict) -> PendingRequest:
+        with self.lock:
+            pending = PendingRequest(next(self.request_ids))
+            self.pending[pending.request_id] = pending
+        self.send(protocol.make_request(pending.request_id, method, params))
+        return pending
+
+    def forget_request(self, pending: PendingRequest) -> None:
+        with self.lock:
+            self.pending.pop(pending.request_id, None)
+
+    def new_tool_call_id(self) -> str:
+        with self.lock:
+            return f"call_{next(self.tool_call_ids)}"
+
+    def initialize(self, request: protocol.Request) -> dict:
+        self.boolean_options = advertises_boolean_options(request.params.get("clientCapabilities"))
+        capabilities = {"loadSession": self.settings.load_session,
+                        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                        "sessionCapabilities": {}}
+        result = {"protocolVersion": protocol.PROTOCOL_VERSION, "agentCapabilities": capabilities,
+                  "agentInfo": AGENT_INFO, "authMethods": [AUTH_METHOD] if self.settings.require_auth else []}
+        if self.settings.steering:
+            # ACP puts custom capabilities in agentCapabilities._meta; the result-level copy is for convenience.
+            capabilities["_meta"] = {"compozy.dev/steering": True}
+            result["_meta"] = {"compozy.dev/steering": True}
+        return result
+
+    def authenticate(self, request: protocol.Request) -> dict:
+        method_id = request.params.get("methodId")
+        if self.settings.require_auth and method_id != AUTH_METHOD["id"]:
+            raise invalid_params(f"unknown auth method {method_id!r}")
+        self.authenticated = True
+        return {}
+
+    def require_auth(self) -> None:
+        if self.settings.require_auth and not self.authenticated:
+            raise RpcError(protocol.AUTH_REQUIRED, "Authentication required")
+
+    def new_session(self, request: protocol.Request) -> dict:
+        cwd = session_cwd(request.params)
+        self.require_auth()
+        session = Session(f"ref_{uuid.uuid4().hex}", cwd, self.default_config())
+        with self.lock:
+            self.sessions[session.session_id] = session
+            self.save(session)
+        log(f"new session {session.session_id} in {cwd}")
+        return {"sessionId": session.session_id, "configOptions": self.config_options(session)}
+
+    def load_session(self, request: protocol.Request) -> dict:
+        cwd = session_cwd(request.params)
+        self.require_auth()
+        session_id = request.params.get("sessionId")
+        stored = self.read_state(session_id)
+        with self.lock:
+            current = self.sessions.get(session_id)
+            if current and current.turn:
+                raise RpcError(protocol.INTERNAL_ERROR, "prompt already running")
+            session = Session(session_id, cwd, self.sanitized_config(stored.get("config")),
+                              valid_history(stored.get("history")))
+            self.sessions[session_id] = session
+            self.save(session)
+        for entry in session.history:
+            kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"
+            self.send_update(session_id, text_update(kind, entry["text"], entry["message_id"]))
+        log(f"loaded session {session_id} ({len(session.history)} messages)")
+        return {"configOptions": self.config_options(session)}
+
+    def read_state(self, session_id) -> dict:
+        path = self.state_path(session_id) if isinstance(session_id, str) else None
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8")) if path else None
+        except (OSError, ValueError):
+            stored = None
+        if not isinstance(stored, dict):
+            raise RpcError(protocol.RESOURCE_NOT_FOUND, "Resource not found", {"sessionId": session_id})
+        return stored
+
+    def state_path(self, session_id: str) -> Path | None:
+        if not SESSION_ID_PATTERN.fullmatch(session_id):
+            return None  # never let a client-chosen id escape the state folder
+        return self.settings.state_dir / f"{session_id}.json"
+
+    def save(self, session: Session) -> None:
+        """Atomically persist cwd, config values and history (tmp file + rename)."""
+        with self.lock:
+            state = {"sessionId": session.session_id, "cwd": session.cwd, "config": session.config,
+                     "history": session.history}
+            path = self.state_path(session.session_id)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(state, ensure_ascii=True), encoding="ascii")
+            os.replace(tmp, path)
+
+    def claim_crash_marker(self, session_id: str, prompt_text: str) -> bool:
+        """True only the first time; the marker is on disk before the caller kills the process."""
+        marker_dir = self.settings.state_dir / "crash-markers"
+        marker_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            descriptor = os.open(marker_dir / crash_marker_key(session_id, prompt_text),
+                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        for fd in (descriptor, os.open(marker_dir, os.O_RDONLY)):
+            os.fsync(fd)
+            os.close(fd)
+        return True
+
+    def record(self, session: Session, role: str, text: str) -> None:
+        with self.lock:
+            session.history.append({"role": role, "text": text, "message_id": uuid.uuid4().hex})
+            self.save(session)
+
+    def record_replayed(self, session: Session, messages: list) -> None:
+        with self.lock:
+            for message in messages:
+                message_id = message.get("messageId") or message.get("message_id") or uuid.uuid4().hex
+                session.history.append({"role": "user" if message["role"] == "user" else "agent",
+                                        "text": message["text"], "message_id": str(message_id), "replayed": True})
+            self.save(session)
+
+    def user_messages(self, session: Session) -> list[str]:
+        with self.lock:
+            return [entry["text"] for entry in session.history if entry["role"] == "user"]
+
+    def finish_turn(self, turn: Turn, message: dict) -> None:
+        session = turn.session
+        with self.lock:
+            if turn.reply_parts:
+                session.history.append({"role": "agent", "text": "".join(turn.reply_parts),
+                                        "message_id": turn.message_id})
+            self.save(session)
+            session.turn = None  # before answering, so the client may prompt again at once
+        self.send(message)
+
+    def session_for(self, params: dict) -> Session:
+        session = self.sessions.get(params.get("sessionId"))
+        if session is None:
+            raise RpcError(protocol.RESOURCE_NOT_FOUND, "Resource not found", {"sessionId": params.get("sessionId")})
+        return session
+
+    def start_prompt(self, request: protocol.Request) -> object:
+        session = self.session_for(request.params)
+        turn = Turn(self, session, request.id, text_of(request.params.get("prompt")))
+        with self.lock:
+            if session.turn:
+                raise RpcError(protocol.INTERNAL_ERROR, "prompt already running")
+            session.turn = turn
+        if turn.ignores_term:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        threading.Thread(target=turn.run, name=f"turn-{request.id}", daemon=True).start()
+        return DEFERRED
+
+    def steer(self, request: protocol.Request) -> dict:
+        session = self.session_for(request.params)
+        text = text_of(request.params.get("prompt"))
+        with self.lock:
+            if session.turn is None:
+                raise RpcError(protocol.INTERNAL_ERROR, "no prompt running")
+            session.turn.steer(text)
+        return {}
+
+    def default_config(self) -> dict:
+        return {"model": self.settings.models[0], "reasoning_effort": "medium", "speed": "normal", "thinking": False}
+
+    def sanitized_config(self, stored) -> dict:
+        config, stored = self.default_config(), stored if isinstance(stored, dict) else {}
+        for config_id, choices in self.settings.choices().items():
+            if stored.get(config_id) in choices:
+                config[config_id] = stored[config_id]
+        config["thinking"] = stored.get("thinking") is True
+        return config
+
+    def config_options(self, session: Session) -> list[dict]:
+        options = []
+        for config_id, choices in self.settings.choices().items():
+            name, category = SELECT_LABELS[config_id]
+            options.append({"id": config_id, "name": name, "category": category, "type": "select",
+                            "currentValue": session.config[config_id],
+                            "options": [{"value": value, "name": value} for value in choices]})
+        if self.boolean_options:
+            options.append({"id": "thinking", "name": "Thinking", "type": "boolean",
+                            "currentValue": session.config["thinking"]})
+        return options
+
+    def set_config_option(self, request: protocol.Request) -> dict:
+        session = self.session_for(request.params)
+        config_id, value = request.params.get("configId"), request.params.get("value")
+        self.validate_option(config_id, value, request.params.get("type"))
+        with self.lock:
+            session.config[config_id] = value
+            self.save(session)
+        return {"configOptions": self.config_options(session)}
+
+    def validate_option(self, config_id, value, value_type) -> None:
+        if config_id == "thinking" and self.boolean_options:
+            if not isinstance(value, bool) or value_type not in (None, "boolean"):
+                raise invalid_params(f"thinking takes a boolean value, not {value!r}")
+            return
+        choices = self.settings.choices().get(config_id)
+        if choices is None:
+            raise invalid_params(f"unknown config option {config_id!r}")
+        if value_type not in (None, "select") or value not in choices:
+            raise invalid_params(f"{value!r} is not a value of {config_id} (one of {', '.join(choices)})")
+
+    def session_model(self, session: Session) -> str:
+        with self.lock:
+            return session.config["model"]
+
+    def thinking_enabled(self, session: Session) -> bool:
+        with self.lock:
+            return self.boolean_options and session.config.get("thinking") is True
+
+
+def advertises_boolean_options(capabilities) -> bool:
+    """clientCapabilities.session.configOptions.boolean, where {} means supported."""
+    node = capabilities
+    for key in ("session", "configOptions"):
+        node = node.get(key) if isinstance(node, dict) else None
+    return isinstance(node, dict) and node.get("boolean") not in (None, False)
+
+
+def main() -> int:
+    if env_flag(os.environ, "COMPOZY_REFERENCE_FAIL_START"):
+        log("refusing to start (COMPOZY_REFERENCE_FAIL_START=1)")
+        return 2
+    settings = Settings.from_env(os.environ)
+    endpoint = protocol.StdioEndpoint(sys.stdin.buffer, sys.stdout.buffer,
+                                      on_issue=lambda issue: log(f"skipped input: {issue.kind}: {issue.excerpt}"))
+    log(f"started; state in {settings.state_dir}")
+    try:
+        return ReferenceAgent(endpoint, settings).run()
+    except (BrokenPipeError, ConnectionResetError):
+        log("stdout closed; exiting")
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""`compozy agent reference`: runs the built-in ACP agent on stdio (used by the zipapp).
+
+Layer 6 (surface).
+"""
+
+from compozy.cli.main import cli
+
+
+@cli.group(hidden=True)
+def agent():
+    """Built-in agents."""
+
+
+@agent.command("reference")
+def reference():
+    """Run the built-in reference ACP agent on stdin/stdout."""
+    from compozy.agents.reference import main
+    main()

@@ -1,0 +1,140 @@
+"""`compozy daemon run|start|stop|status`.
+
+Layer 6 (surface). `run` imports the server inside the function so the client stays light.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import click
+
+from compozy.cli.main import cli
+from compozy.cli.output import emit, output_option
+from compozy.errors import CompozyError
+
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 120.0
+
+
+@cli.group()
+def daemon():
+    """Run, start, stop and inspect the compozy daemon."""
+
+
+@daemon.command("run")
+@click.option("--http", "http_addr", default="127.0.0.1:2123", show_default=True,
+              help="loopback HOST:PORT to serve HTTP on; port 0 picks a free port")
+@click.option("--socket", "socket_path", type=click.Path(dir_okay=False), help="Unix socket path "
+              "(default: the home folder's daemon.sock)")
+@click.option("--no-http", is_flag=True, help="serve the Unix socket only")
+@click.option("--allow-remote", is_flag=True, help="allow a non-loopback --http address (needs --token)")
+@click.option("--token", envvar="COMPOZY_TOKEN", help="bearer token required with --allow-remote")
+def run(http_addr, socket_path, no_http, allow_remote, token):
+    """Run the daemon in the foreground until SIGTERM or SIGINT."""
+    from compozy.config import ConfigError
+    from compozy.paths import Home
+    from compozy.server import Daemon, DaemonError
+    if allow_remote and not token:
+        raise click.UsageError("--allow-remote needs --token")
+    try:
+        code = Daemon(Home(), http_addr, socket_path, no_http, allow_remote and bool(token)).run(
+            announce=lambda line, flush=True: click.echo(line))
+    except (DaemonError, ConfigError) as exc:
+        click.echo(f"compozy daemon: {exc}", err=True)
+        sys.exit(1)
+    sys.exit(code)
+
+
+@daemon.command("start")
+@click.option("--http", "http_addr", default="127.0.0.1:2123", show_default=True, help="loopback HOST:PORT")
+@output_option()
+def start(http_addr, output):
+    """Start the daemon in the background and wait until it is ready."""
+    from compozy.paths import Home, child_environment, self_command
+    from compozy.server import read_daemon_file
+    home = Home().ensure()
+    log_path = home.logs_dir / "daemon.out"
+    with open(log_path, "ab") as log:
+        child = subprocess.Popen(self_command("daemon", "run", "--http", http_addr), env=child_environment(),
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        info = read_daemon_file(home)
+        if info and info.get("pid") == child.pid:
+            emit(info, output, lambda i: f"compozy daemon listening on {i['http']} socket {i['socket']} (pid {i['pid']})")
+            return
+        if child.poll() is not None:
+            click.echo(f"compozy daemon: failed to start; see {log_path}", err=True)
+            click.echo(_tail(log_path), err=True)
+            sys.exit(1)
+        time.sleep(0.05)
+    click.echo(f"compozy daemon: not ready after {START_TIMEOUT:.0f}s; see {log_path}", err=True)
+    sys.exit(1)
+
+
+@daemon.command("stop")
+@output_option()
+def stop(output):
+    """Stop the running daemon gracefully (live sessions go through the stop ladder)."""
+    from compozy.paths import Home
+    from compozy.server import read_daemon_file
+    info = read_daemon_file(Home())
+    if not info or not _alive(info["pid"]):
+        raise CompozyError("daemon_unavailable", "no compozy daemon is running")
+    os.kill(info["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while _alive(info["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(info["pid"]):
+        click.echo(f"compozy daemon: pid {info['pid']} still running after {STOP_TIMEOUT:.0f}s", err=True)
+        sys.exit(1)
+    emit({"stopped": True, "pid": info["pid"]}, output, lambda d: f"compozy daemon stopped (pid {d['pid']})")
+
+
+@daemon.command("status")
+@output_option()
+@click.pass_obj
+def status(obj, output):
+    """Report whether a daemon answers, with its pid, addresses and version."""
+    from compozy.paths import Home
+    from compozy.server import read_daemon_file
+    info = read_daemon_file(Home()) or {}
+    try:
+        _, health = obj.client.call("GET", "/api/health")
+    except CompozyError:
+        emit({"running": False, **info}, output, lambda d: "compozy daemon: not running")
+        sys.exit(1)
+    document = {"running": True, **info, "version": health.get("version")}
+    emit(document, output, lambda d: f"compozy daemon running (pid {d.get('pid')}) http {d.get('http')} "
+                                     f"socket {d.get('socket')} version {d.get('version')}")
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _zombie(pid)
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+        return data[data.rindex(b")") + 2:data.rindex(b")") + 3] == b"Z"
+    except (OSError, ValueError):
+        return False
+
+
+def _tail(path, lines=20):
+    with open(path, "rb") as handle:
+        return b"".join(handle.readlines()[-lines:]).decode("utf-8", "replace")
+
+
+__all__ = ["daemon", "json"]

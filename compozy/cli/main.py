@@ -1,0 +1,58 @@
+"""`compozy`: the command-line client of the daemon.
+
+Layer 6 (surface). Errors print `Error: <code>: <message>` on stderr and exit 1. The CLI never
+imports the manager or the HTTP app; `daemon run` imports the server lazily.
+"""
+
+import sys
+
+import click
+
+from compozy import __version__
+from compozy.errors import CompozyError
+
+
+class Context:
+    def __init__(self, url):
+        self.url = url
+        self._client = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            from compozy.client import Client, resolve_url
+            from compozy.paths import Home
+            self._client = Client(resolve_url(self.url, Home()))
+        return self._client
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--url", envvar="COMPOZY_URL", help="daemon address: http://HOST:PORT or unix:///path "
+              "(default: the home folder's socket)")
+@click.version_option(__version__, prog_name="compozy")
+@click.pass_context
+def cli(ctx, url):
+    """compozy: durable sessions for coding agents."""
+    ctx.obj = Context(url)
+
+
+def main(argv=None):
+    from compozy.cli import agent, daemon, session, workspace  # noqa: F401  (registers the groups)
+    try:
+        code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
+    except CompozyError as exc:
+        click.echo(f"Error: {exc.code}: {exc.message}", err=True)
+        sys.exit(1)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.UsageError as exc:
+        # Bad flags are bad input like any other: one error vocabulary on every surface.
+        if exc.ctx is not None:
+            click.echo(exc.ctx.get_usage(), err=True)
+        click.echo(f"Error: invalid_request: {exc.format_message()}", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

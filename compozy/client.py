@@ -1,0 +1,120 @@
+"""The daemon's HTTP client over TCP or the Unix socket; error bodies become CompozyError again.
+
+Layer 6 (surface). The CLI talks to the daemon only through this module (stdlib only, fast import).
+"""
+
+import http.client
+import json
+import os
+import socket
+from urllib.parse import quote, urlencode, urlsplit
+
+from compozy.errors import ERRORS, CompozyError
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self.socket_path)
+        self.sock = sock
+
+
+def resolve_url(url=None, home=None):
+    """--url, else $COMPOZY_URL, else the home folder's socket."""
+    url = url or os.environ.get("COMPOZY_URL")
+    if url:
+        return url
+    return "unix://" + str(home.socket_file)
+
+
+class Client:
+    def __init__(self, url, timeout=60.0):
+        self.url, self.timeout = url, timeout
+        parts = urlsplit(url)
+        if parts.scheme == "unix":
+            self._connect = lambda timeout: UnixConnection(parts.path, timeout)
+        elif parts.scheme == "http":
+            self._connect = lambda timeout: http.client.HTTPConnection(parts.hostname, parts.port or 80,
+                                                                       timeout=timeout)
+        else:
+            raise CompozyError("invalid_request", f"--url must be http://HOST:PORT or unix:///path, got {url!r}")
+
+    def call(self, method, path, body=None, query=None, headers=None):
+        """(status, document); an error status raises CompozyError with the daemon's code."""
+        response, connection = self._send(method, path, body, query, headers, self.timeout)
+        try:
+            data = response.read()
+        finally:
+            connection.close()
+        document = _decode(data) if data else {}
+        if response.status >= 400:
+            raise _error_from(response.status, document)
+        return response.status, document
+
+    def stream(self, method, path, body=None, query=None, timeout=None):
+        """Yield (event, data) pairs of a Server-Sent Events response."""
+        response, connection = self._send(method, path, body, query, {"Accept": "text/event-stream"}, timeout)
+        try:
+            if response.status >= 400:
+                raise _error_from(response.status, _decode(response.read()))
+            if "text/event-stream" not in (response.getheader("Content-Type") or ""):
+                yield "document", _decode(response.read())
+                return
+            yield from _parse_sse(response)
+        finally:
+            connection.close()
+
+    def _send(self, method, path, body, query, headers, timeout):
+        target = path + ("?" + urlencode(query) if query else "")
+        payload = json.dumps(body).encode() if body is not None else None
+        headers = dict(headers or {})
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
+        connection = self._connect(timeout)
+        try:
+            connection.request(method, target, body=payload, headers=headers)
+            return connection.getresponse(), connection
+        except (ConnectionRefusedError, FileNotFoundError, socket.timeout, OSError) as exc:
+            connection.close()
+            raise CompozyError("daemon_unavailable", f"no compozy daemon answers at {self.url} ({exc})") from None
+
+
+def path_of(*parts):
+    return "/" + "/".join(quote(str(p), safe="") for p in parts)
+
+
+def _decode(data):
+    try:
+        return json.loads(data)
+    except ValueError:
+        return {"error": data.decode("utf-8", "replace")[:500]}
+
+
+def _error_from(status, document):
+    code = document.get("code") if isinstance(document, dict) else None
+    if code not in ERRORS:
+        code = "internal_error" if status >= 500 else "invalid_request"
+    error = CompozyError(code, document.get("error") or f"HTTP {status}", **(document.get("details") or {}))
+    error.body, error.http_status = document, status
+    return error
+
+
+def _parse_sse(response):
+    event, data = "message", []
+    for raw in response:
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line:
+            if data:
+                yield event, _decode("\n".join(data).encode())
+            event, data = "message", []
+        elif line.startswith(":"):
+            continue
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())

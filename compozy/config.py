@@ -1,0 +1,294 @@
+"""Settings: the SETTINGS table, config.toml loading, and validation that names file, key and problem.
+
+Layer 1: imports only layer 0. Precedence: built-in defaults < config.toml.
+"""
+
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+
+from compozy.errors import CompozyError
+from compozy.paths import zipapp_path
+from compozy.states import BusyMode, PermissionMode
+
+
+class ConfigError(Exception):
+    """config.toml is unreadable or invalid; the message names the file, the key and the problem."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: object
+    kind: str  # duration | int | str | bool | choice
+    help: str
+    choices: tuple = ()
+    minimum: int = 0
+
+
+SETTINGS = (
+    Setting("permissions.mode", "approve-all", "choice",
+            "approve-all allows every request once; approve-reads allows reads and holds the rest "
+            "for POST .../approve; deny-all rejects every request",
+            choices=tuple(m.value for m in PermissionMode)),
+    Setting("permissions.timeout", "5m", "duration",
+            "how long a pending permission request waits for an answer before reject-once"),
+    Setting("session.busy_input.default_mode", "steer", "choice",
+            "what a prompt sent while a turn runs does when it names no mode",
+            choices=tuple(m.value for m in BusyMode)),
+    Setting("session.busy_input.queue_cap", 10, "int",
+            "how many prompts the durable input queue holds; a full queue refuses new entries", minimum=1),
+    Setting("session.supervision.quiet_after", "30m", "duration",
+            "silence in a turn before one session.supervision_warning; \"0\" disables the watchdog"),
+    Setting("session.supervision.stop_grace", "10m", "duration",
+            "further silence before the stop ladder runs with cause inactivity; \"0\" keeps only the warning"),
+    Setting("session.supervision.idle_release_after", "30m", "duration",
+            "idle time before the agent process of a session without work is released; \"0\" disables"),
+    Setting("session.supervision.prompt_deadline", "0", "duration",
+            "an explicit budget for one prompt turn; \"0\" means none"),
+    Setting("session.supervision.progress_notify_interval", "10m", "duration",
+            "how often a running turn records a runtime_progress event; \"0\" disables"),
+    Setting("session.stop.cooperative_grace", "10s", "duration",
+            "how long the stop ladder waits after ACP session/cancel and closing stdin before signals"),
+    Setting("session.derive.max_replay_bytes", 131072, "int",
+            "hard bound on the carried transcript of a bounded replay", minimum=4096),
+    Setting("session.derive.max_message_bytes", 16384, "int",
+            "cap on each message body inside a bounded replay", minimum=1024),
+    Setting("session.messaging.reply_watch_ttl", "24h", "duration",
+            "how long a notify_on_complete watch keeps a sender alive"),
+    Setting("roles.auto_title.enabled", False, "bool", "run one bounded title pass after the first answer"),
+    Setting("roles.auto_title.agent", "general", "str", "the agent that writes titles"),
+)
+SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+RUNTIME_FIELDS = ("model", "reasoning_effort", "speed")
+
+
+def parse_duration(text):
+    """"500ms", "10s", "30m", "24h" or "0" -> seconds."""
+    if text == "0":
+        return 0.0
+    match = _DURATION.match(text) if isinstance(text, str) else None
+    if not match:
+        raise ValueError(f'expected a duration such as "500ms", "10s", "30m", "24h" or "0", got {text!r}')
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+def reference_command():
+    """How to start the built-in reference agent, from a checkout, an install or the zipapp."""
+    pyz = zipapp_path()
+    if pyz:
+        return [sys.executable, pyz, "agent", "reference"]
+    return [sys.executable, "-m", "compozy.agents.reference"]
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    command: tuple
+    env: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Route:
+    provider: str
+    model: str | None = None
+    reasoning_effort: str | None = None
+    speed: str | None = None
+
+    def runtime(self):
+        return {k: v for k, v in (("provider", self.provider), ("model", self.model),
+                                  ("reasoning_effort", self.reasoning_effort), ("speed", self.speed)) if v}
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    provider: str
+    model: str | None = None
+    reasoning_effort: str | None = None
+    speed: str | None = None
+    fallback_chain: tuple = ()
+
+    def defaults(self):
+        return Route(self.provider, self.model, self.reasoning_effort, self.speed).runtime()
+
+
+@dataclass(frozen=True)
+class Config:
+    values: dict
+    providers: dict
+    agents: dict
+    path: str | None = None
+
+    def __getitem__(self, name):
+        setting = SETTINGS_BY_NAME[name]
+        value = self.values.get(name, setting.default)
+        return parse_duration(value) if setting.kind == "duration" else value
+
+    def agent(self, name):
+        if name not in self.agents:
+            raise CompozyError("agent_not_found", f"no agent named {name!r}; configured: {sorted(self.agents)}")
+        return self.agents[name]
+
+    def provider(self, name):
+        return self.providers.get(name)
+
+
+def builtin_providers():
+    return {"reference": Provider("reference", tuple(reference_command()), {})}
+
+
+def builtin_agents():
+    return {"general": Agent("general", "reference")}
+
+
+def load(path):
+    """Read config.toml at path (missing file = defaults) and validate every key."""
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except FileNotFoundError:
+        document = {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    return from_document(document, str(path))
+
+
+def from_document(document, path="config.toml"):
+    problems = _Problems(path)
+    document = dict(document)
+    providers = _load_providers(document.pop("providers", {}), problems)
+    agents = _load_agents(document.pop("agents", {}), problems)
+    values = {}
+    _flatten(document, "", values, problems)
+    for name, raw in values.items():
+        _check_setting(name, raw, problems)
+    all_providers = {**builtin_providers(), **providers}
+    all_agents = {**builtin_agents(), **agents}
+    for agent in all_agents.values():
+        for route in (Route(agent.provider), *agent.fallback_chain):
+            if route.provider not in all_providers:
+                problems.add(f"agents.{agent.name}", f"names unknown provider {route.provider!r}")
+    problems.raise_if_any()
+    return Config(values, all_providers, all_agents, path)
+
+
+class _Problems:
+    def __init__(self, path):
+        self.path, self.items = path, []
+
+    def add(self, key, problem):
+        self.items.append(f"{self.path}: {key}: {problem}")
+
+    def raise_if_any(self):
+        if self.items:
+            raise ConfigError("\n".join(self.items))
+
+
+def _flatten(table, prefix, out, problems):
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _flatten(value, name + ".", out, problems)
+        else:
+            out[name] = value
+
+
+def _check_setting(name, raw, problems):
+    setting = SETTINGS_BY_NAME.get(name)
+    if setting is None:
+        problems.add(name, "unknown key")
+        return
+    try:
+        _check_value(setting, raw)
+    except ValueError as exc:
+        problems.add(name, str(exc))
+
+
+def _check_value(setting, raw):
+    if setting.kind == "duration":
+        parse_duration(raw)
+    elif setting.kind == "int":
+        if not isinstance(raw, int) or isinstance(raw, bool) or raw < setting.minimum:
+            raise ValueError(f"expected a whole number >= {setting.minimum}, got {raw!r}")
+    elif setting.kind == "bool":
+        if not isinstance(raw, bool):
+            raise ValueError(f"expected true or false, got {raw!r}")
+    elif setting.kind == "choice":
+        if raw not in setting.choices:
+            raise ValueError(f"expected one of {', '.join(setting.choices)}, got {raw!r}")
+    elif not isinstance(raw, str):
+        raise ValueError(f"expected a string, got {raw!r}")
+
+
+def _load_providers(table, problems):
+    providers = {}
+    for name, spec in _named_tables(table, "providers", problems):
+        unknown = set(spec) - {"command", "env"}
+        for key in sorted(unknown):
+            problems.add(f"providers.{name}.{key}", "unknown key")
+        command = spec.get("command")
+        if not (isinstance(command, list) and command and all(isinstance(p, str) and p for p in command)):
+            problems.add(f"providers.{name}.command", "expected a non-empty list of strings")
+            continue
+        env = spec.get("env", {})
+        if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+            problems.add(f"providers.{name}.env", "expected a table of strings")
+            continue
+        providers[name] = Provider(name, tuple(command), dict(env))
+    return providers
+
+
+def _load_agents(table, problems):
+    agents = {}
+    for name, spec in _named_tables(table, "agents", problems):
+        key = f"agents.{name}"
+        for unknown in sorted(set(spec) - {"provider", "fallback_chain", *RUNTIME_FIELDS}):
+            problems.add(f"{key}.{unknown}", "unknown key")
+        if not isinstance(spec.get("provider"), str):
+            problems.add(f"{key}.provider", "expected a provider name")
+            continue
+        chain = [_route(entry, f"{key}.fallback_chain[{i + 1}]", problems)
+                 for i, entry in enumerate(_as_list(spec.get("fallback_chain", []), f"{key}.fallback_chain", problems))]
+        fields = {f: spec.get(f) for f in RUNTIME_FIELDS}
+        for f, value in fields.items():
+            if value is not None and not isinstance(value, str):
+                problems.add(f"{key}.{f}", "expected a string")
+        agents[name] = Agent(name, spec["provider"], fallback_chain=tuple(r for r in chain if r), **fields)
+    return agents
+
+
+def _route(entry, key, problems):
+    if not isinstance(entry, dict) or not isinstance(entry.get("provider"), str):
+        problems.add(key, "expected { provider = \"...\", model = \"...\" }")
+        return None
+    for unknown in sorted(set(entry) - {"provider", *RUNTIME_FIELDS}):
+        problems.add(f"{key}.{unknown}", "unknown key")
+    return Route(entry["provider"], *(entry.get(f) for f in RUNTIME_FIELDS))
+
+
+def _as_list(value, key, problems):
+    if not isinstance(value, list):
+        problems.add(key, "expected a list")
+        return []
+    return value
+
+
+def _named_tables(table, section, problems):
+    if not isinstance(table, dict):
+        problems.add(section, "expected a table")
+        return []
+    result = []
+    for name, spec in table.items():
+        if not _NAME.match(name):
+            problems.add(f"{section}.{name}", "names use letters, digits, _ and - (at most 64)")
+        elif not isinstance(spec, dict):
+            problems.add(f"{section}.{name}", "expected a table")
+        else:
+            result.append((name, spec))
+    return result

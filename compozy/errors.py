@@ -1,0 +1,101 @@
+"""The error vocabulary: one exception type, stable codes, one body builder.
+
+Layer 0: imports nothing from compozy. Every surface maps CompozyError the same way:
+HTTP via ERRORS[code].status, the CLI as `Error: <code>: <message>`, in-process as the exception.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    status: int
+    summary: str
+
+
+ERRORS = {
+    # 400
+    "invalid_request": ErrorKind(400, "the request is malformed or fails validation"),
+    # 403
+    "host_not_allowed": ErrorKind(403, "the Host header is not the daemon's own loopback name"),
+    "origin_not_allowed": ErrorKind(403, "the Origin header is not the daemon's own origin"),
+    # 404
+    "endpoint_not_found": ErrorKind(404, "no route matches this method and path"),
+    "workspace_not_found": ErrorKind(404, "no workspace with that name or ID"),
+    "session_not_found": ErrorKind(404, "no session with that ID in that workspace"),
+    "parent_session_not_found": ErrorKind(404, "the parent session does not exist in the target workspace"),
+    "agent_not_found": ErrorKind(404, "no agent definition with that name"),
+    "message_not_found": ErrorKind(404, "no durable user message with that ID in the session"),
+    "queue_entry_not_found": ErrorKind(404, "no queue entry with that ID in the session"),
+    "permission_request_not_found": ErrorKind(404, "no pending permission request with that ID"),
+    "route_not_found": ErrorKind(404, "the agent does not declare that fallback route"),
+    # 405
+    "method_not_allowed": ErrorKind(405, "the route exists but not for this HTTP method"),
+    # 409
+    "workspace_conflict": ErrorKind(409, "a workspace with that name or path already exists"),
+    "session_archived": ErrorKind(409, "the session is archived"),
+    "session_not_stopped": ErrorKind(409, "the operation needs a stopped session"),
+    "session_not_active": ErrorKind(409, "the operation needs an active session"),
+    "session_archive_stop_failed": ErrorKind(409, "the stop before archiving failed; the session stays unarchived"),
+    "session_turn_in_progress": ErrorKind(409, "a prompt turn is still running"),
+    "prompt_not_in_progress": ErrorKind(409, "no prompt turn is running"),
+    "active_turn_mismatch": ErrorKind(409, "expected_turn_id does not name the current turn"),
+    "idempotency_conflict": ErrorKind(409, "the idempotency key was used for a different request"),
+    "message_conflict": ErrorKind(409, "the message ID was used with a different idempotency key"),
+    "revision_conflict": ErrorKind(409, "expected_revision is stale; read the session again"),
+    "queue_entry_not_queued": ErrorKind(409, "the queue entry already left the queue"),
+    "session_fence_conflict": ErrorKind(409, "the transcript fences do not match the session"),
+    "session_stop_in_progress": ErrorKind(409, "the session is stopping"),
+    # 413
+    "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
+    "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),
+    # 415
+    "unsupported_media_type": ErrorKind(415, "request bodies must be application/json"),
+    # 422
+    "model_unavailable": ErrorKind(422, "the provider does not offer that model"),
+    "provider_auth_failure": ErrorKind(422, "the provider requires authentication"),
+    "provider_unavailable": ErrorKind(422, "the provider process could not be started or did not speak ACP"),
+    "runtime_option_unsupported": ErrorKind(422, "the provider does not accept that runtime option or value"),
+    # 500
+    "internal_error": ErrorKind(500, "an unexpected error; the daemon log has the details"),
+    # 503
+    "new_work_admission_unavailable": ErrorKind(503, "the daemon is shutting down and admits no new work"),
+    "daemon_unavailable": ErrorKind(503, "no daemon answers at that address"),
+}
+
+
+class CompozyError(Exception):
+    """An error with a stable code from ERRORS; extra keyword arguments become details."""
+
+    def __init__(self, code, message=None, **details):
+        if code not in ERRORS:
+            raise AssertionError(f"unregistered error code {code!r}")
+        self.code = code
+        self.message = message or ERRORS[code].summary
+        self.details = details
+        super().__init__(f"{code}: {self.message}")
+
+    @property
+    def status(self):
+        return ERRORS[self.code].status
+
+    def to_body(self):
+        return error_body(self.code, self.message, self.details)
+
+
+# Fields the seed names at the top level of an error body, next to details.
+TOP_LEVEL_FIELDS = ("child_session_id", "current_turn_id")
+
+
+def error_body(code, message, details=None):
+    """The one error document every surface produces: {"error", "code", "details", ...}."""
+    details = dict(details or {})
+    body = {"error": message, "code": code, "details": details}
+    for name in TOP_LEVEL_FIELDS:
+        if name in details:
+            body[name] = details[name]
+    return body
+
+
+def invalid(message, **details):
+    return CompozyError("invalid_request", message, **details)

@@ -1,0 +1,79 @@
+"""Durable IDs: a kind prefix and a ULID, validated before they touch the file system.
+
+Layer 0: stdlib only.
+"""
+
+import os
+import re
+import threading
+import time
+
+from compozy.errors import CompozyError
+
+PREFIXES = ("sess", "ws", "msg", "turn", "queue", "evt", "perm", "idem")
+KIND_NAMES = {"sess": "session", "ws": "workspace", "msg": "message", "turn": "turn", "queue": "queue entry",
+              "evt": "event", "perm": "permission request", "idem": "idempotency key"}
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+# Client-chosen message IDs and idempotency keys: printable, no path characters, bounded.
+_CLIENT_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$")
+
+_lock = threading.Lock()
+_last = [0, b""]
+
+
+def _encode(value, length):
+    chars = []
+    for _ in range(length):
+        value, index = divmod(value, 32)
+        chars.append(_CROCKFORD[index])
+    return "".join(reversed(chars))
+
+
+def new_ulid():
+    """A monotonic ULID: IDs made in the same millisecond still sort in creation order."""
+    with _lock:
+        millis = time.time_ns() // 1_000_000
+        if millis <= _last[0]:
+            millis = _last[0]
+            randomness = int.from_bytes(_last[1], "big") + 1
+        else:
+            randomness = int.from_bytes(os.urandom(10), "big")
+        randomness &= (1 << 80) - 1
+        _last[0], _last[1] = millis, randomness.to_bytes(10, "big")
+    return _encode(millis, 10) + _encode(randomness, 16)
+
+
+def new_id(kind):
+    assert kind in PREFIXES, kind
+    return f"{kind}_{new_ulid()}"
+
+
+def is_valid_id(value, kind):
+    if not isinstance(value, str) or not value.startswith(kind + "_"):
+        return False
+    return bool(_ULID.match(value[len(kind) + 1:]))
+
+
+def validate_id(value, kind, field=None, not_found=None):
+    """Reject anything that is not `<kind>_<ULID>`; no traversal can pass this check.
+
+    With not_found, a well-formed-looking string of the wrong shape reads as "no such
+    thing" (404 with that code), which is what a user asking for a typo expects.
+    """
+    if is_valid_id(value, kind):
+        return value
+    if not_found and isinstance(value, str):
+        raise CompozyError(not_found, f"no {KIND_NAMES[kind]} {value[:80]!r}")
+    raise CompozyError("invalid_request", f"{field or kind + ' id'} must look like {kind}_<ULID>")
+
+
+def validate_client_token(value, field):
+    """Message IDs and idempotency keys chosen by clients: bounded and path-safe."""
+    if not isinstance(value, str) or not _CLIENT_TOKEN.match(value):
+        raise CompozyError(
+            "invalid_request",
+            f"{field} must be 1-200 characters of letters, digits and _.:@+=- (starting with a letter or digit)",
+            field=field,
+        )
+    return value

@@ -1,0 +1,59 @@
+"""Session creation: resolve workspace and agent, derive lineage, persist, activate unbound.
+
+Layer 4. Creation never accepts a prompt or runtime selector.
+"""
+
+from compozy import validate as v
+from compozy.errors import CompozyError, invalid
+from compozy.ids import new_id, validate_id
+from compozy.session.records import new_document
+from compozy.states import CREATE_LINEAGE_KINDS, LineageKind, SessionType
+
+CREATE_FIELDS = {
+    "agent_name": v.text(max_length=64),
+    "name": v.text(max_length=200),
+    "workspace": v.text(max_length=300),
+    "workspace_path": v.text(max_length=4096),
+    "parent_session_id": v.text(max_length=64),
+    "lineage_kind": v.text(max_length=32),
+    "type": v.text(choices=(SessionType.USER, SessionType.SYSTEM, SessionType.COORDINATOR)),
+}
+
+
+def create_session(body, *, config, workspaces, store):
+    body = v.check_body(body, CREATE_FIELDS)
+    if ("workspace" in body) == ("workspace_path" in body):
+        raise invalid("give exactly one of workspace or workspace_path")
+    if "name" in body and not body["name"].strip():
+        raise invalid("name must not be blank", field="name")
+    agent = config.agent(body.get("agent_name", "general"))  # step 1: resolve the agent definition
+    workspace = (workspaces.resolve(body["workspace"]) if "workspace" in body
+                 else workspaces.for_path(body["workspace_path"]))  # step 1: and the workspace
+    session_id = new_id("sess")
+    lineage = _lineage(body, workspace, store, session_id)
+    document = new_document(session_id, name=body.get("name"), session_type=body.get("type", "user"),
+                            agent_name=agent.name, workspace_id=workspace["id"], cwd=workspace["path"],
+                            lineage=lineage)
+    return store.create(document)  # steps 2-5: directory, events.db, meta.json + catalog, active/unbound
+
+
+def _lineage(body, workspace, store, session_id):
+    kind = body.get("lineage_kind")
+    parent_id = body.get("parent_session_id")
+    if kind is not None and kind not in CREATE_LINEAGE_KINDS:
+        raise invalid("lineage_kind must be provenance or recovery", field="lineage_kind")
+    if parent_id is None:
+        if kind is not None:
+            raise invalid("lineage_kind needs parent_session_id", field="lineage_kind")
+        return {"kind": LineageKind.ROOT.value, "parent_session_id": None,
+                "root_session_id": session_id, "spawn_depth": 0}
+    validate_id(parent_id, "sess", field="parent_session_id", not_found="parent_session_not_found")
+    parent = store.get(parent_id)
+    if parent is None or parent["workspace_id"] != workspace["id"]:
+        raise CompozyError("parent_session_not_found",
+                           f"parent session {parent_id} does not exist in workspace {workspace['name']}",
+                           parent_session_id=parent_id)
+    parent_lineage = parent.get("lineage") or {}
+    return {"kind": kind or LineageKind.PROVENANCE.value, "parent_session_id": parent_id,
+            "root_session_id": parent_lineage.get("root_session_id") or parent_id,
+            "spawn_depth": int(parent_lineage.get("spawn_depth") or 0) + 1}

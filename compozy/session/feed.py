@@ -1,0 +1,53 @@
+"""In-memory fan-out of committed records to live viewers.
+
+Layer 4. Publishers call publish() only after their records are committed; a viewer that falls
+behind the ring reads the gap from the durable store instead of blocking the publisher.
+"""
+
+import threading
+from collections import deque
+
+
+class Feed:
+    """A bounded ring of (sequence, item) with a condition viewers wait on."""
+
+    def __init__(self, start=0, capacity=2048):
+        self._ring = deque(maxlen=capacity)
+        self._cond = threading.Condition()
+        self._last = start
+        self._closed = False
+
+    @property
+    def last_sequence(self):
+        return self._last
+
+    def publish(self, items, sequence_of=lambda item: item["sequence"]):
+        with self._cond:
+            for item in items:
+                self._last = sequence_of(item)
+                self._ring.append((self._last, item))
+            self._cond.notify_all()
+
+    def publish_counted(self, item):
+        """For feeds without their own sequence (the catalog stream)."""
+        with self._cond:
+            self._last += 1
+            self._ring.append((self._last, item))
+            self._cond.notify_all()
+            return self._last
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def after(self, sequence, timeout):
+        """Items newer than sequence; [] after timeout; None when the ring no longer covers the gap."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._last > sequence or self._closed, timeout)
+            if self._last <= sequence:
+                return []
+            oldest = self._ring[0][0] if self._ring else self._last + 1
+            if oldest > sequence + 1:
+                return None
+            return [item for seq, item in self._ring if seq > sequence]

@@ -1,0 +1,340 @@
+"""The global catalog (compozy.db): workspaces, the session index, prompt admissions, the input
+queue and pending interactions.
+
+Layer 2. Session rows are an index over the session directories (rebuildable at boot); the
+admission, queue and interaction tables are the daemon's durable control plane.
+"""
+
+import json
+from contextlib import contextmanager
+
+from peewee import (BooleanField, CharField, IntegerField, IntegrityError, Model, TextField, fn)
+
+from compozy.clock import now_iso
+from compozy.errors import CompozyError
+from compozy.store.db import Guarded, open_sqlite
+
+SESSION_COLUMNS = ("workspace_id", "name", "type", "agent_name", "state", "archived",
+                   "parent_session_id", "root_session_id", "spawn_depth", "lineage_kind")
+
+
+def make_models(db):
+    """Catalog models bound to one database (tests run several catalogs in one process)."""
+
+    class Base(Model):
+        class Meta:
+            database = db
+
+    class Workspace(Base):
+        id = CharField(primary_key=True)
+        name = CharField(unique=True)
+        path = CharField(unique=True)
+        created_at = CharField()
+
+        class Meta:
+            table_name = "workspaces"
+
+    class SessionRow(Base):
+        id = CharField(primary_key=True)
+        workspace_id = CharField(index=True)
+        name = CharField(null=True)
+        type = CharField()
+        agent_name = CharField(index=True)
+        state = CharField(index=True)
+        archived = BooleanField(default=False)
+        parent_session_id = CharField(null=True, index=True)
+        root_session_id = CharField(index=True)
+        spawn_depth = IntegerField(default=0)
+        lineage_kind = CharField(default="")
+        orphaned = BooleanField(default=False)
+        updated_at = CharField()
+        doc = TextField()
+
+        class Meta:
+            table_name = "sessions"
+
+    class Admission(Base):
+        id = CharField(primary_key=True)
+        session_id = CharField()
+        operation = CharField()  # prompt | edit | steer
+        message_id = CharField(null=True)
+        idempotency_key = CharField()
+        fingerprint = CharField()
+        state = CharField()
+        result = TextField(null=True)
+        created_at = CharField()
+        updated_at = CharField()
+
+        class Meta:
+            table_name = "admissions"
+            indexes = ((("session_id", "idempotency_key"), True),)
+
+    class QueueEntry(Base):
+        id = CharField(primary_key=True)
+        session_id = CharField(index=True)
+        priority = IntegerField(default=1)  # 0 runs ahead of the FIFO (interrupt and steer replacements)
+        position = IntegerField()
+        status = CharField()
+        mode = CharField()
+        message = TextField()
+        message_id = CharField()
+        idempotency_key = CharField()
+        runtime = TextField()
+        turn_id = CharField()
+        admission_id = CharField(null=True)
+        failure = TextField(null=True)
+        created_at = CharField()
+        updated_at = CharField()
+
+        class Meta:
+            table_name = "input_queue"
+
+    class Interaction(Base):
+        id = CharField(primary_key=True)
+        session_id = CharField(index=True)
+        turn_id = CharField(null=True)
+        kind = CharField()
+        status = CharField()
+        payload = TextField()
+        decision = CharField(null=True)
+        created_at = CharField()
+        resolved_at = CharField(null=True)
+
+        class Meta:
+            table_name = "pending_interactions"
+
+    return Workspace, SessionRow, Admission, QueueEntry, Interaction
+
+
+def _row_dict(row, json_fields=()):
+    data = dict(row.__data__)
+    for name in json_fields:
+        if data.get(name) is not None:
+            data[name] = json.loads(data[name])
+    return data
+
+
+class Catalog:
+    """compozy.db behind one connection and one lock; every method is one short transaction."""
+
+    def __init__(self, path):
+        self.guard = Guarded(open_sqlite(path))
+        models = make_models(self.guard.db)
+        self.Workspace, self.SessionRow, self.Admission, self.QueueEntry, self.Interaction = models
+        with self.guard.write() as db:
+            db.create_tables(models)
+            db.execute_sql("CREATE UNIQUE INDEX IF NOT EXISTS admissions_message ON admissions "
+                           "(session_id, message_id) WHERE message_id IS NOT NULL AND operation = 'prompt'")
+
+    def close(self):
+        self.guard.close()
+
+    @contextmanager
+    def transaction(self):
+        """Several catalog calls as one atomic unit (the lock is re-entrant)."""
+        with self.guard.write():
+            yield self
+
+    # -- workspaces -------------------------------------------------------------
+
+    def add_workspace(self, workspace_id, name, path):
+        try:
+            with self.guard.write():
+                self.Workspace.create(id=workspace_id, name=name, path=path, created_at=now_iso())
+        except IntegrityError:
+            raise CompozyError("workspace_conflict", f"a workspace named {name!r} or at {path} exists",
+                               name=name, path=path) from None
+        return self.workspace(workspace_id)
+
+    def workspace(self, workspace_id):
+        with self.guard.read():
+            row = self.Workspace.get_or_none(self.Workspace.id == workspace_id)
+        return row and _row_dict(row)
+
+    def workspace_by(self, name=None, path=None):
+        W = self.Workspace
+        with self.guard.read():
+            row = W.get_or_none(W.name == name) if name is not None else W.get_or_none(W.path == path)
+        return row and _row_dict(row)
+
+    def workspaces(self):
+        with self.guard.read():
+            return [_row_dict(r) for r in self.Workspace.select().order_by(self.Workspace.name)]
+
+    # -- sessions ---------------------------------------------------------------
+
+    def upsert_session(self, doc, orphaned=False):
+        lineage = doc.get("lineage") or {}
+        fields = {
+            "workspace_id": doc["workspace_id"], "name": doc.get("name"), "type": doc["type"],
+            "agent_name": doc["agent_name"], "state": doc["state"], "archived": bool(doc.get("archived")),
+            "parent_session_id": lineage.get("parent_session_id"),
+            "root_session_id": lineage.get("root_session_id") or doc["id"],
+            "spawn_depth": lineage.get("spawn_depth") or 0, "lineage_kind": lineage.get("kind") or "",
+            "orphaned": orphaned, "updated_at": doc.get("updated_at") or now_iso(),
+            "doc": json.dumps(doc, separators=(",", ":")),
+        }
+        # Raw SQL: this runs on every lifecycle change and peewee's query building costs ~1.5 ms.
+        columns = ["id", *fields]
+        updates = ", ".join(f"{c} = excluded.{c}" for c in fields)
+        sql = (f"INSERT INTO sessions ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+               f"ON CONFLICT(id) DO UPDATE SET {updates}")
+        with self.guard.write() as db:
+            db.execute_sql(sql, [doc["id"], *fields.values()])
+
+    def session_doc(self, session_id):
+        with self.guard.read():
+            row = self.SessionRow.get_or_none(self.SessionRow.id == session_id)
+        return row and json.loads(row.doc)
+
+    def session_flags(self, session_id):
+        with self.guard.read():
+            row = self.SessionRow.get_or_none(self.SessionRow.id == session_id)
+        return row and {"orphaned": row.orphaned, "workspace_id": row.workspace_id}
+
+    def session_ids(self):
+        with self.guard.read():
+            return [r[0] for r in self.SessionRow.select(self.SessionRow.id).tuples()]
+
+    def set_orphaned(self, session_id, orphaned=True):
+        S = self.SessionRow
+        with self.guard.write():
+            S.update(orphaned=orphaned).where(S.id == session_id).execute()
+
+    def delete_session(self, session_id):
+        with self.guard.write():
+            for model in (self.QueueEntry, self.Interaction, self.Admission):
+                model.delete().where(model.session_id == session_id).execute()
+            self.SessionRow.delete().where(self.SessionRow.id == session_id).execute()
+
+    def list_sessions(self, filters, limit, cursor=None):
+        """Newest first (IDs are ULIDs, so ID order is creation order); keyset paging by ID."""
+        S = self.SessionRow
+        query = S.select(S.doc).where(S.orphaned == False)  # noqa: E712
+        for column in ("workspace_id", "state", "agent_name", "parent_session_id", "root_session_id"):
+            if filters.get(column) is not None:
+                query = query.where(getattr(S, column) == filters[column])
+        archive = filters.get("archive", "exclude")
+        if archive != "include":
+            query = query.where(S.archived == (archive == "only"))
+        total_query = query
+        if cursor:
+            query = query.where(S.id < cursor)
+        with self.guard.read():
+            docs = [r[0] for r in query.order_by(S.id.desc()).limit(limit + 1).tuples()]
+            total = total_query.count()
+        has_more = len(docs) > limit
+        return docs[:limit], has_more, total
+
+    # -- prompt admissions and input mutations -----------------------------------
+
+    def admission(self, session_id, idempotency_key):
+        A = self.Admission
+        with self.guard.read():
+            row = A.get_or_none((A.session_id == session_id) & (A.idempotency_key == idempotency_key))
+        return row and _row_dict(row, ("result",))
+
+    def admission_by_message(self, session_id, message_id):
+        A = self.Admission
+        with self.guard.read():
+            row = A.get_or_none((A.session_id == session_id) & (A.message_id == message_id)
+                                & (A.operation == "prompt"))
+        return row and _row_dict(row, ("result",))
+
+    def add_admission(self, **fields):
+        stamp = now_iso()
+        if isinstance(fields.get("result"), dict):
+            fields["result"] = json.dumps(fields["result"])
+        with self.guard.write():
+            self.Admission.create(created_at=stamp, updated_at=stamp, **fields)
+
+    def update_admission(self, admission_id, **fields):
+        if isinstance(fields.get("result"), dict):
+            fields["result"] = json.dumps(fields["result"])
+        A = self.Admission
+        with self.guard.write():
+            A.update(updated_at=now_iso(), **fields).where(A.id == admission_id).execute()
+
+    def delete_admission(self, admission_id):
+        A = self.Admission
+        with self.guard.write():
+            A.delete().where(A.id == admission_id).execute()
+
+    def admissions_in_state(self, state):
+        A = self.Admission
+        with self.guard.read():
+            return [_row_dict(r, ("result",)) for r in A.select().where(A.state == state)]
+
+    # -- the durable input queue -------------------------------------------------
+
+    def add_entry(self, **fields):
+        Q = self.QueueEntry
+        stamp = now_iso()
+        fields["runtime"] = json.dumps(fields.get("runtime") or {})
+        with self.guard.write():
+            last = Q.select(fn.MAX(Q.position)).where(Q.session_id == fields["session_id"]).scalar() or 0
+            Q.create(position=last + 1, created_at=stamp, updated_at=stamp, **fields)
+        return self.entry(fields["session_id"], fields["id"])
+
+    def entry(self, session_id, entry_id):
+        Q = self.QueueEntry
+        with self.guard.read():
+            row = Q.get_or_none((Q.id == entry_id) & (Q.session_id == session_id))
+        return row and _row_dict(row, ("runtime",))
+
+    def entries(self, session_id, statuses=("queued",)):
+        """In run order: replacements (priority 0) first, then FIFO by admission position."""
+        Q = self.QueueEntry
+        with self.guard.read():
+            rows = (Q.select().where((Q.session_id == session_id) & (Q.status.in_(list(statuses))))
+                    .order_by(Q.priority, Q.position))
+            return [_row_dict(r, ("runtime",)) for r in rows]
+
+    def count_entries(self, session_id, statuses=("queued",)):
+        Q = self.QueueEntry
+        with self.guard.read():
+            return Q.select().where((Q.session_id == session_id) & (Q.status.in_(list(statuses)))).count()
+
+    def update_entry(self, entry_id, **fields):
+        Q = self.QueueEntry
+        if "runtime" in fields:
+            fields["runtime"] = json.dumps(fields["runtime"] or {})
+        with self.guard.write():
+            return Q.update(updated_at=now_iso(), **fields).where(Q.id == entry_id).execute()
+
+    def sessions_with_entries(self, statuses):
+        Q = self.QueueEntry
+        with self.guard.read():
+            return sorted({r[0] for r in Q.select(Q.session_id).where(Q.status.in_(list(statuses))).tuples()})
+
+    # -- pending interactions (permission requests) -------------------------------
+
+    def add_interaction(self, **fields):
+        fields["payload"] = json.dumps(fields.get("payload") or {})
+        with self.guard.write():
+            self.Interaction.create(created_at=now_iso(), **fields)
+
+    def interaction(self, session_id, interaction_id):
+        I = self.Interaction
+        with self.guard.read():
+            row = I.get_or_none((I.id == interaction_id) & (I.session_id == session_id))
+        return row and _row_dict(row, ("payload",))
+
+    def interactions(self, session_id, statuses=("pending",)):
+        I = self.Interaction
+        with self.guard.read():
+            rows = I.select().where((I.session_id == session_id) & (I.status.in_(list(statuses))))
+            return [_row_dict(r, ("payload",)) for r in rows.order_by(I.created_at)]
+
+    def resolve_interaction(self, interaction_id, status, decision=None):
+        """pending -> status, once; returns False when it was no longer pending."""
+        I = self.Interaction
+        with self.guard.write():
+            changed = (I.update(status=status, decision=decision, resolved_at=now_iso())
+                       .where((I.id == interaction_id) & (I.status == "pending")).execute())
+        return bool(changed)
+
+    def orphan_pending_interactions(self):
+        I = self.Interaction
+        with self.guard.write():
+            return I.update(status="orphaned", resolved_at=now_iso()).where(I.status == "pending").execute()

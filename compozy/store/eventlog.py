@@ -1,0 +1,306 @@
+"""A session's append-only event store (sessions/<id>/events.db) and the LRU of open stores.
+
+Layer 2. Sequence numbers are dense, start at 1 and are assigned inside the write transaction.
+The append path uses one executemany per batch instead of an ORM object per row.
+"""
+
+import json
+import os
+import sqlite3
+import tempfile
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+
+from peewee import BooleanField, CharField, IntegerField, Model, TextField
+
+from compozy.clock import now_iso
+from compozy.ids import new_id
+from compozy.paths import FILE_MODE
+from compozy.store.db import open_sqlite
+
+MAX_READ_LIMIT = 1000
+DEFAULT_READ_LIMIT = 200
+ARCHIVE_FILTERS = ("active", "archived", "all")
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS events (
+        sequence INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        turn_id TEXT,
+        type TEXT NOT NULL,
+        agent_name TEXT,
+        content TEXT NOT NULL,
+        archived INTEGER NOT NULL DEFAULT 0,
+        timestamp TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS events_turn ON events (turn_id, sequence)",
+    "CREATE INDEX IF NOT EXISTS events_type ON events (type, sequence)",
+    """CREATE TABLE IF NOT EXISTS token_usage (
+        turn_id TEXT PRIMARY KEY, usage TEXT NOT NULL, updated_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS store_owner (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        session_id TEXT NOT NULL, workspace_id TEXT NOT NULL, created_at TEXT NOT NULL)""",
+    """CREATE TRIGGER IF NOT EXISTS store_owner_immutable BEFORE UPDATE ON store_owner
+        BEGIN SELECT RAISE(ABORT, 'store_owner is immutable'); END""",
+    """CREATE TRIGGER IF NOT EXISTS events_append_only BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END""",
+)
+
+INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
+          "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")
+
+
+def make_models(db):
+    """Models bound to one database; never rebind a global model per request."""
+
+    class Event(Model):
+        sequence = IntegerField(primary_key=True)
+        id = CharField(unique=True)
+        turn_id = CharField(null=True)
+        type = CharField()
+        agent_name = CharField(null=True)
+        content = TextField()
+        archived = BooleanField(default=False)
+        timestamp = CharField()
+
+        class Meta:
+            database = db
+            table_name = "events"
+
+    class TokenUsage(Model):
+        turn_id = CharField(primary_key=True)
+        usage = TextField()
+        updated_at = CharField()
+
+        class Meta:
+            database = db
+            table_name = "token_usage"
+
+    return Event, TokenUsage
+
+
+class EventLog:
+    """One events.db: one connection, one writer, reopened on demand after LRU eviction."""
+
+    def __init__(self, path, session_id, workspace_id):
+        self.path, self.session_id, self.workspace_id = path, session_id, workspace_id
+        self._db = None
+        self._next_sequence = None
+        self._lock = threading.RLock()
+
+    def create(self):
+        """Write the file from a prebuilt empty store (already in WAL mode, schema in place).
+
+        Building a fresh WAL database costs ~3.5 ms here; copying the template's bytes ~0.1 ms.
+        """
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        try:
+            os.write(fd, _template_bytes())
+        finally:
+            os.close(fd)
+        return self
+
+    def _open(self):
+        if self._db is None:
+            db = open_sqlite(self.path)
+            with db.atomic():
+                for statement in SCHEMA:
+                    db.execute_sql(statement)
+                db.execute_sql("INSERT OR IGNORE INTO store_owner VALUES (1, ?, ?, ?)",
+                               (self.session_id, self.workspace_id, now_iso()))
+            self._event_model, self._usage_model = make_models(db)
+            row = db.execute_sql("SELECT COALESCE(MAX(sequence), 0) FROM events").fetchone()
+            self._next_sequence = row[0] + 1
+            self._db = db
+        return self._db
+
+    @contextmanager
+    def _read(self):
+        with self._lock:
+            yield self._open()
+
+    @contextmanager
+    def _write(self):
+        with self._lock:
+            db = self._open()
+            with db.atomic():
+                yield db
+
+    def close(self):
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    @property
+    def is_open(self):
+        return self._db is not None
+
+    def append(self, items):
+        """Commit (type, turn_id, content, agent_name) tuples as one transaction; return the records.
+
+        Nothing is visible to any reader before this returns: persist, then forward.
+        """
+        with self._lock:
+            try:
+                first, timestamp, rows = self._insert(items)
+            except sqlite3.IntegrityError:
+                # Another handle on this file appended since we counted; recount and retry once.
+                self._next_sequence = self._db.execute_sql("SELECT MAX(sequence) FROM events").fetchone()[0] + 1
+                first, timestamp, rows = self._insert(items)
+            self._next_sequence = first + len(rows)  # only after the commit succeeded
+        return [self._record(row[0], row[1], row[2], row[3], row[4], content, False, timestamp)
+                for row, (_, _, content, _) in zip(rows, items)]
+
+    def _insert(self, items):
+        with self._write() as db:
+            first = self._next_sequence
+            timestamp = now_iso()
+            rows = [(first + i, new_id("evt"), turn_id, kind, agent_name,
+                     json.dumps(content, separators=(",", ":")), timestamp)
+                    for i, (kind, turn_id, content, agent_name) in enumerate(items)]
+            db.cursor().executemany(INSERT, rows)
+        return first, timestamp, rows
+
+    def append_one(self, kind, turn_id, content, agent_name=None):
+        return self.append([(kind, turn_id, content, agent_name)])[0]
+
+    def _record(self, sequence, event_id, turn_id, kind, agent_name, content, archived, timestamp):
+        record = {"id": event_id, "session_id": self.session_id, "sequence": sequence,
+                  "turn_id": turn_id, "type": kind, "agent_name": agent_name,
+                  "workspace_id": self.workspace_id, "content": content, "timestamp": timestamp}
+        if archived:
+            record["archived"] = True
+        return record
+
+    def read(self, after_sequence=None, before_sequence=None, turn_id=None, types=None,
+             limit=DEFAULT_READ_LIMIT, archive="active"):
+        """Ascending records: the oldest `limit` after after_sequence, else the newest `limit`."""
+        with self._read():
+            event = self._event_model
+        query = event.select()
+        if archive == "active":
+            query = query.where(event.archived == False)  # noqa: E712 (peewee expression)
+        elif archive == "archived":
+            query = query.where(event.archived == True)  # noqa: E712
+        if turn_id is not None:
+            query = query.where(event.turn_id == turn_id)
+        if types:
+            query = query.where(event.type.in_(list(types)))
+        if before_sequence is not None:
+            query = query.where(event.sequence < before_sequence)
+        if after_sequence is not None:
+            query = query.where(event.sequence > after_sequence).order_by(event.sequence.asc())
+        else:
+            query = query.order_by(event.sequence.desc())
+        with self._read():
+            rows = list(query.limit(limit).tuples())
+        if after_sequence is None:
+            rows.reverse()
+        return [self._record(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7]) for r in rows]
+
+    def read_all(self, archive="active", types=None):
+        """Every matching record, paged by sequence (keyset, never OFFSET)."""
+        cursor, records = 0, []
+        while True:
+            page = self.read(after_sequence=cursor, types=types, limit=MAX_READ_LIMIT, archive=archive)
+            records.extend(page)
+            if len(page) < MAX_READ_LIMIT:
+                return records
+            cursor = page[-1]["sequence"]
+
+    def last_sequence(self):
+        with self._read():
+            return self._next_sequence - 1
+
+    def max_active_sequence(self):
+        with self._read() as db:
+            return db.execute_sql("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE archived = 0").fetchone()[0]
+
+    def record_usage(self, turn_id, usage):
+        with self._write() as db:
+            db.execute_sql("INSERT INTO token_usage VALUES (?, ?, ?) ON CONFLICT(turn_id) DO UPDATE "
+                           "SET usage = excluded.usage, updated_at = excluded.updated_at",
+                           (turn_id, json.dumps(usage), now_iso()))
+
+    def usage(self, turn_id):
+        with self._read() as db:
+            row = db.execute_sql("SELECT usage FROM token_usage WHERE turn_id = ?", (turn_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def owner(self):
+        with self._read() as db:
+            row = db.execute_sql("SELECT session_id, workspace_id FROM store_owner").fetchone()
+        return row and {"session_id": row[0], "workspace_id": row[1]}
+
+
+_template = []
+_template_lock = threading.Lock()
+
+
+def _template_bytes():
+    """An empty events.db image in WAL mode with the schema, built once per process."""
+    with _template_lock:
+        if not _template:
+            with tempfile.TemporaryDirectory() as scratch:
+                path = os.path.join(scratch, "events.db")
+                db = open_sqlite(path)
+                with db.atomic():
+                    for statement in SCHEMA:
+                        db.execute_sql(statement)
+                db.close()
+                with open(path, "rb") as handle:
+                    _template.append(handle.read())
+        return _template[0]
+
+
+class EventLogPool:
+    """An LRU of open event stores: each open WAL connection holds three descriptors."""
+
+    def __init__(self, home, max_open=128):
+        self.home, self.max_open = home, max_open
+        self._logs = OrderedDict()
+        self._pinned = set()
+        self._lock = threading.Lock()
+
+    def get(self, session_id, workspace_id):
+        with self._lock:
+            log = self._logs.pop(session_id, None) or EventLog(
+                self.home.events_file(session_id), session_id, workspace_id)
+            self._logs[session_id] = log  # most recently used last
+            victims = self._evict()
+        for victim in victims:
+            victim.close()
+        return log
+
+    def pin(self, session_id):
+        with self._lock:
+            self._pinned.add(session_id)
+
+    def unpin(self, session_id):
+        with self._lock:
+            self._pinned.discard(session_id)
+
+    def _evict(self):
+        """Drop least recently used, unpinned stores beyond max_open (closed outside the lock)."""
+        victims = []
+        for session_id in list(self._logs):
+            if len(self._logs) <= self.max_open:
+                break
+            if session_id not in self._pinned:
+                victims.append(self._logs.pop(session_id))
+        return victims
+
+    def forget(self, session_id):
+        with self._lock:
+            log = self._logs.pop(session_id, None)
+            self._pinned.discard(session_id)
+        if log:
+            log.close()
+
+    def close_all(self):
+        with self._lock:
+            logs = list(self._logs.values())
+            self._logs.clear()
+        for log in logs:
+            log.close()

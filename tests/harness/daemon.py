@@ -1,0 +1,97 @@
+"""A real daemon subprocess on an ephemeral loopback port and its Unix socket, for tests."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRY = str(ROOT / "compozy.py")
+READY_TIMEOUT = 30.0
+
+
+def test_environment(home, extra=None):
+    env = dict(os.environ)
+    env["COMPOZY_HOME"] = str(home)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env.pop("COMPOZY_URL", None)
+    env.update(extra or {})
+    return env
+
+
+class DaemonProcess:
+    """`python3 compozy.py daemon run --http 127.0.0.1:0` in its own process group."""
+
+    def __init__(self, home):
+        self.home = Path(home)
+        self.process = None
+        self.info = None
+        self.output_path = self.home.parent / f"{self.home.name}-daemon.out"
+
+    def start(self):
+        self.home.mkdir(parents=True, exist_ok=True)
+        daemon_file = self.home / "daemon.json"
+        if daemon_file.exists():
+            daemon_file.unlink()  # left by a killed daemon; the new one writes its own
+        self._output = open(self.output_path, "ab")
+        self.process = subprocess.Popen([sys.executable, ENTRY, "daemon", "run", "--http", "127.0.0.1:0"],
+                                        env=test_environment(self.home), stdout=self._output,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if daemon_file.exists():
+                try:
+                    info = json.loads(daemon_file.read_text())
+                except ValueError:
+                    info = None
+                if info and info.get("pid") == self.process.pid:
+                    self.info = info
+                    return self
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daemon exited with {self.process.returncode}:\n{self.output()}")
+            time.sleep(0.02)
+        self.kill()
+        raise RuntimeError(f"daemon not ready after {READY_TIMEOUT}s:\n{self.output()}")
+
+    @property
+    def http_url(self):
+        return self.info["http"]
+
+    @property
+    def socket_url(self):
+        return "unix://" + self.info["socket"]
+
+    def output(self):
+        try:
+            return self.output_path.read_text(errors="replace")[-6000:]
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, timeout=60):
+        """SIGTERM and wait: the graceful path."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._close()
+
+    def kill(self):
+        """SIGKILL the daemon only (its agents survive as orphans, as after a real crash)."""
+        if self.process and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        self._close()
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def _close(self):
+        if getattr(self, "_output", None):
+            self._output.close()
+            self._output = None

@@ -1,0 +1,166 @@
+"""The three surfaces a scenario runs on, and the one operation table that maps each op to all three.
+
+A surface has one method, call(op, args) -> Outcome. Scenarios never name a surface's mechanics.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from compozy.client import Client, path_of
+from compozy.config import load as load_config
+from compozy.errors import CompozyError
+from compozy.manager import SessionManager
+from compozy.paths import Home
+
+from tests.harness.daemon import ENTRY, test_environment
+from tests.harness.ops import OPS
+
+CLI_TIMEOUT = 120
+
+
+@dataclass
+class Outcome:
+    result: object = None
+    document: object = None
+    error: str | None = None
+    message: str | None = None
+    http_status: int | None = None
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def unwrap(op, document):
+    if op.unwrap and isinstance(document, dict) and op.unwrap in document:
+        return document[op.unwrap]
+    return document
+
+
+class InProcess:
+    """The manager façade itself, in the test process."""
+
+    name = "inproc"
+
+    def __init__(self, home):
+        self.home = home
+        self.manager = None
+
+    def start(self):
+        home = Home(self.home)
+        self.manager = SessionManager(home, load_config(home.config_file)).start()
+        return self
+
+    def call(self, op_name, args):
+        op = OPS[op_name]
+        args = dict(args)
+        try:
+            if op.scoped and "workspace" not in args:
+                args["workspace"] = self._workspace_of(args["session"])
+            document = op.call(self.manager, args)
+        except CompozyError as exc:
+            return Outcome(error=exc.code, message=exc.message, document=exc.to_body())
+        return Outcome(result=unwrap(op, document), document=document)
+
+    def _workspace_of(self, session_id):
+        # Like the CLI: learn the session's workspace first; an unknown session fails here.
+        return self.manager.get_session(session_id)["session"]["workspace_id"]
+
+    def restart(self):
+        self.close()
+        return self.start()
+
+    def close(self):
+        if self.manager:
+            self.manager.shutdown()
+            self.manager = None
+
+
+class HttpSurface:
+    """Real HTTP to a real daemon (waitress on an ephemeral loopback port)."""
+
+    name = "http"
+
+    def __init__(self, daemon):
+        self.daemon = daemon
+
+    @property
+    def client(self):
+        return Client(self.daemon.http_url, timeout=CLI_TIMEOUT)
+
+    def call(self, op_name, args):
+        op = OPS[op_name]
+        args = dict(args)
+        try:
+            if op.scoped and "workspace" not in args:
+                args["workspace"] = self._workspace_of(args["session"])
+            method, path, query, body = op.http(args)
+            status, document = self.client.call(method, path, body=body, query=query)
+        except CompozyError as exc:
+            return Outcome(error=exc.code, message=exc.message, document=getattr(exc, "body", None),
+                           http_status=getattr(exc, "http_status", None))
+        return Outcome(result=unwrap(op, document), document=document, http_status=status)
+
+    def _workspace_of(self, session_id):
+        # Like the CLI: learn the session's workspace first; an unknown session fails here.
+        _, document = self.client.call("GET", path_of("api", "sessions", session_id))
+        return document["session"]["workspace_id"]
+
+    def restart(self):
+        self.daemon.restart()
+        return self
+
+    def close(self):
+        self.daemon.stop()
+
+
+_ERROR_LINE = re.compile(r"^Error: ([a-z_]+): (.*)$", re.MULTILINE)
+
+
+class CliSurface:
+    """The real `compozy` command with -o json against the daemon's Unix socket."""
+
+    name = "cli"
+
+    def __init__(self, daemon):
+        self.daemon = daemon
+
+    def call(self, op_name, args):
+        op = OPS[op_name]
+        argv = op.cli(dict(args))
+        if "-o" not in argv:
+            argv = argv + ["-o", "json"]
+        completed = subprocess.run([sys.executable, ENTRY, "--url", self.daemon.socket_url, *argv],
+                                   env=test_environment(self.daemon.home), capture_output=True, text=True,
+                                   timeout=CLI_TIMEOUT)
+        outcome = Outcome(exit_code=completed.returncode, stdout=completed.stdout, stderr=completed.stderr)
+        match = _ERROR_LINE.search(completed.stderr)
+        if completed.returncode != 0 and match:
+            outcome.error, outcome.message = match.group(1), match.group(2)
+            return outcome
+        try:
+            outcome.document = _parse_json_output(completed.stdout)
+        except ValueError:
+            outcome.document = None
+        outcome.result = unwrap(op, outcome.document)
+        return outcome
+
+    def restart(self):
+        self.daemon.restart()
+        return self
+
+    def close(self):
+        self.daemon.stop()
+
+
+def _parse_json_output(text):
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
