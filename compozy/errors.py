@@ -46,6 +46,8 @@ ERRORS = {
     "queue_entry_not_queued": ErrorKind(409, "the queue entry already left the queue"),
     "session_fence_conflict": ErrorKind(409, "the transcript fences do not match the session"),
     "session_stop_in_progress": ErrorKind(409, "the session is stopping"),
+    "stop_unverified": ErrorKind(409, "the session's processes could not be proven gone; retry the stop"),
+    "repair_requires_force": ErrorKind(409, "the stop reason is not agent_crashed or error; pass force"),
     # 413
     "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
     "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),

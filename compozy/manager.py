@@ -4,51 +4,98 @@ Layer 5. HTTP routes, the CLI (through HTTP) and the in-process test surface all
 daemon's behaviour through these methods, which return the documents the API answers.
 """
 
+import json
 import logging
+import threading
 
 from compozy import serialize
+from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
+from compozy.session import lifecycle, reads, repair
+from compozy.session.admission import Inputs
+from compozy.session.binding import Binder
 from compozy.session.boot import Reconciler
 from compozy.session.creation import create_session
 from compozy.session.feed import Feed
+from compozy.session.live import LiveSession, Services
+from compozy.session.permissions import AgentRequests
+from compozy.session.queue import QueueControl
 from compozy.session.records import SessionStore
+from compozy.session.recovery import Recovery
+from compozy.session.selection import clear_selection, set_selection
+from compozy.session.stop import Stopper
+from compozy.session.supervision import Supervisor
+from compozy.session.turns import Worker
 from compozy.session.workspaces import Workspaces
+from compozy.states import LIVE_STATES, PermissionDecision, StopCause
 from compozy.store.catalog import Catalog
 from compozy.store.eventlog import EventLogPool
-from compozy import validate as v
 
 log = logging.getLogger("compozy.manager")
 
 LIST_FILTERS = ("workspace", "parent", "root", "state", "agent", "archive", "limit", "cursor")
 MAX_LIST_LIMIT = 1000
 DEFAULT_LIST_LIMIT = 100
+APPROVE_FIELDS = {"request_id": v.text(required=True), "decision": v.text(
+    required=True, choices=tuple(d.value for d in PermissionDecision)), "turn_id": v.text()}
 
 
 class SessionManager:
     def __init__(self, home, config):
         self.home, self.config = home.ensure(), config
         self.catalog = Catalog(home.catalog_file)
-        self.logs = EventLogPool(home)
-        self.store = SessionStore(home, self.catalog, self.logs)
+        self.store = SessionStore(home, self.catalog, EventLogPool(home))
         self.workspaces = Workspaces(self.catalog)
-        self.catalog_feed = Feed()
-        self.accepting = True
+        self.live = {}
+        self._live_lock = threading.Lock()
+        self.services = Services(home, config, self.catalog, self.store, Feed(),
+                                 live_sessions=lambda: list(self.live.values()))
+        self.requests = AgentRequests(self.services)
+        self.binder = Binder(self.services, self.requests)
+        self.inputs = Inputs(self.services, None)
+        self.recovery = Recovery(self.services, self.binder)
+        self.worker = self.inputs.worker = Worker(self.services, self.binder, self.requests, self.recovery,
+                                                  self.inputs)
+        self.queue = QueueControl(self.services, self.inputs, self.worker)
+        self.stopper = Stopper(self.services, self.worker)
+        self.services.on_agent_exit = self.recovery.exited_outside_turn
+        self.supervisor = Supervisor(self.services, self.worker, self.stopper, self.binder, self.requests,
+                                     self.services.live_sessions)
 
-    # -- daemon lifecycle ---------------------------------------------------------
+    # -- daemon lifecycle ---------------------------------------------------------------
 
     def start(self):
-        """Boot: rebuild the index from the directories before anyone can read it."""
+        """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
+        repair.kill_orphans(self.home)
+        repair.classify_stale(self.store)
+        repair.settle_control_rows(self.store)
+        repair.repair_at_boot(self.store)
+        self.supervisor.start()
         return self
 
     def shutdown(self):
-        self.accepting = False
-        self.catalog_feed.close()
-        self.logs.close_all()
+        """Admit nothing new; stop every live runtime through the ladder (stop_reason shutdown)."""
+        self.services.accepting = False
+        self.supervisor.shutdown()
+        stops = [threading.Thread(target=self._stop_for_shutdown, args=(s,)) for s in list(self.live.values())]
+        for thread in stops:
+            thread.start()
+        for thread in stops:
+            thread.join()
+        self.services.catalog_feed.close()
+        for session in list(self.live.values()):
+            session.close()
+        self.store.logs.close_all()
         self.catalog.close()
 
-    # -- workspaces ---------------------------------------------------------------
+    def _stop_for_shutdown(self, session):
+        bound = session.runtime is not None or (session.document.get("runtime") or {}).get("acp_session_id")
+        if session.state in LIVE_STATES and bound:
+            self.stopper.request(session, StopCause.SHUTDOWN, wait=True)
+
+    # -- workspaces ---------------------------------------------------------------------
 
     def create_workspace(self, body):
         """Register a workspace by name and absolute path."""
@@ -59,7 +106,7 @@ class SessionManager:
         """Every registered workspace, by name."""
         return {"workspaces": [serialize.workspace_resource(w) for w in self.workspaces.list()]}
 
-    # -- sessions -----------------------------------------------------------------
+    # -- the catalog ----------------------------------------------------------------------
 
     def create_session(self, body):
         """Create a durable logical session: active, runtime unbound, no agent process."""
@@ -85,7 +132,6 @@ class SessionManager:
     def inspect_session(self, session_id, workspace=None):
         """Everything a person debugging needs: the resource, files, process, queue, requests, tail."""
         document = self._document(session_id, workspace)
-        log = self.store.events(document)
         return {"session": self._resource(document, precise=True),
                 "paths": {"directory": str(self.home.session_dir(session_id)),
                           "meta": str(self.home.meta_file(session_id)),
@@ -94,7 +140,7 @@ class SessionManager:
                 "queue": [serialize.entry_resource(e) for e in self.catalog.entries(session_id)],
                 "pending_interactions": [serialize.interaction_resource(i)
                                          for i in self.catalog.interactions(session_id)],
-                "recent_events": log.read(limit=20)}
+                "recent_events": self.store.events(document).read(limit=20)}
 
     def list_sessions(self, query=None):
         """Catalog page, newest first, with the interface's filters and keyset cursor."""
@@ -107,29 +153,158 @@ class SessionManager:
         if cursor is not None and not is_valid_id(cursor, "sess"):
             raise invalid("cursor must be the next_cursor of an earlier page", field="cursor")
         documents, has_more, total = self.catalog.list_sessions(self._list_filters(query), limit, cursor)
-        sessions = [self._list_row(text) for text in documents]
+        sessions = [self._list_row(json.loads(text)) for text in documents]
         next_cursor = sessions[-1]["id"] if has_more and sessions else None
         return {"sessions": sessions,
                 "page": {"limit": limit, "total": total, "has_more": has_more, "next_cursor": next_cursor}}
 
     def remove_session(self, session_id, workspace=None):
-        """Stop a live session, then delete its catalog row and directory."""
-        document = self._document(session_id, workspace)
-        self._before_removal(document)
-        self.store.remove(document)
-        self._catalog_changed("deleted", document)
-        return {"removed": {"session_id": document["id"], "workspace_id": document["workspace_id"]}}
+        """Stop a live session (verified), then delete its catalog row and directory."""
+        session = self._session(session_id, workspace)
+        if session.state in LIVE_STATES:
+            lifecycle.stop_for(self.stopper, session, StopCause.REMOVAL, "stop_unverified")
+        with self._live_lock:
+            self.live.pop(session.id, None)
+        session.close()
+        self.store.remove(session.document)
+        self._catalog_changed("deleted", session.document)
+        return {"removed": {"session_id": session.id, "workspace_id": session.document["workspace_id"]}}
 
-    # -- helpers --------------------------------------------------------------------
+    # -- prompts and busy input -----------------------------------------------------------
+
+    def prompt(self, session_id, workspace, body):
+        """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""
+        session = self._session(session_id, workspace)
+        return self.inputs.prompt(session, body)
+
+    def prompt_stream(self, session_id, workspace, body):
+        """The admission, then every committed event of its turn until the turn ends."""
+        session = self._session(session_id, workspace)
+        cursor = session.log.last_sequence()
+        admission = self.inputs.prompt(session, body)["prompt"]
+        turn_id = admission["turn_id"]
+
+        def events():
+            yield "prompt", admission
+            if admission.get("replayed"):
+                return
+            ends = lambda r: r["turn_id"] == turn_id and r["type"] in ("done", "error")  # noqa: E731
+            for record in reads.follow(session.log, session.feed, cursor, until=ends):
+                if record is None:
+                    yield None, None
+                elif record["turn_id"] == turn_id:
+                    yield record["type"], record
+        return events()
+
+    def cancel_turn(self, session_id, workspace, body=None):
+        """Stop the current turn without a replacement (the session stays active)."""
+        return self.queue.cancel_turn(self._session(session_id, workspace), body)
+
+    def list_inputs(self, session_id, workspace):
+        """The daemon-owned input queue, in run order."""
+        return self.queue.list(self._session(session_id, workspace))
+
+    def edit_input(self, session_id, workspace, entry_id, body):
+        """Replace a queued entry's text (new message_id and idempotency_key unless retried)."""
+        return self.queue.edit(self._session(session_id, workspace), entry_id, body)
+
+    def steer_input(self, session_id, workspace, entry_id, body):
+        """Promote a queued entry to steer the current turn (fenced by expected_turn_id)."""
+        return self.queue.steer(self._session(session_id, workspace), entry_id, body)
+
+    def cancel_input(self, session_id, workspace, entry_id):
+        """Remove a queued entry before it runs."""
+        return self.queue.cancel(self._session(session_id, workspace), entry_id)
+
+    def set_runtime(self, session_id, workspace, body):
+        """Persist next-prompt runtime intent (PUT with the complete runtime and expected_revision)."""
+        session = self._session(session_id, workspace)
+        return {"session": self._resource(set_selection(session, body), precise=True)}
+
+    def clear_runtime(self, session_id, workspace, expected_revision):
+        """Clear the selection at expected_revision."""
+        session = self._session(session_id, workspace)
+        revision = v.query_int(expected_revision, "expected_revision")
+        return {"session": self._resource(clear_selection(session, revision), precise=True)}
+
+    def approve(self, session_id, workspace, body):
+        """Answer a pending permission request."""
+        session = self._session(session_id, workspace)
+        body = v.check_body(body, APPROVE_FIELDS)
+        validate_id(body["request_id"], "perm", field="request_id", not_found="permission_request_not_found")
+        if not self.requests.decide(session, body["request_id"], body["decision"]):
+            raise CompozyError("permission_request_not_found", f"no pending request {body['request_id']}")
+        return {"permission": {"request_id": body["request_id"], "decision": body["decision"], "status": "approved"}}
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def stop_session(self, session_id, workspace, body=None):
+        """(document, status) per the seed: 202 stopping, 200 outcome, 204 for callers omitting wait."""
+        session = self._session(session_id, workspace)
+        document, status = lifecycle.stop(self.stopper, session, body)
+        if status == 200 and document.get("phase") == "already_stopped" and body and body.get("wait") is False:
+            return {"session": self._resource(session.document, precise=True)}, 200
+        return document, status
+
+    def archive_session(self, session_id, workspace, stop=False):
+        """Leave the default catalog (stopping first when stop is true)."""
+        session = self._session(session_id, workspace)
+        return {"session": self._resource(lifecycle.archive(self.stopper, session, bool(stop)), precise=True)}
+
+    def unarchive_session(self, session_id, workspace):
+        """Return to the default catalog; the session stays stopped."""
+        return {"session": self._resource(lifecycle.unarchive(self._session(session_id, workspace)), precise=True)}
+
+    def repair_session(self, session_id, workspace, body):
+        """Append-only transcript repair of an interrupted last turn."""
+        session = self._session(session_id, workspace)
+        body = v.check_body(body, {"dry_run": v.boolean(), "force": v.boolean()})
+        with session.lock:
+            result = repair.repair(self.store, session.document, body.get("dry_run", False), body.get("force", False),
+                                   publish=session.feed.publish)
+        return {"repair": result}
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def events(self, session_id, workspace, query=None):
+        """Event records in ascending sequence with the interface's filters."""
+        return reads.read_events(self.store.events(self._document(session_id, workspace)), query)
+
+    def history(self, session_id, workspace, query=None):
+        """One message per user prompt and per assistant answer."""
+        return reads.read_history(self.store.events(self._document(session_id, workspace)), query)
+
+    def stream(self, session_id, workspace, after_sequence=None):
+        """Follow the session's committed events from after_sequence (None = from now)."""
+        session = self._session(session_id, workspace)
+        after = session.log.last_sequence() if after_sequence is None else after_sequence
+        return reads.follow(session.log, session.feed, after)
+
+    def catalog_stream(self):
+        feed = self.services.catalog_feed
+        return reads.follow(None, feed, feed.last_sequence)
+
+    # -- helpers --------------------------------------------------------------------------------
 
     def _require_admission(self):
-        if not self.accepting:
+        if not self.services.accepting:
             raise CompozyError("new_work_admission_unavailable", "the daemon is shutting down")
 
     def _document(self, session_id, workspace=None):
         validate_id(session_id, "sess", not_found="session_not_found")
         workspace_id = self.workspaces.resolve(workspace)["id"] if workspace is not None else None
+        live = self.live.get(session_id)
+        if live is not None and (workspace_id is None or live.document["workspace_id"] == workspace_id):
+            return live.document
         return self.store.require(session_id, workspace_id)
+
+    def _session(self, session_id, workspace=None):
+        document = self._document(session_id, workspace)
+        with self._live_lock:
+            session = self.live.get(document["id"])
+            if session is None:
+                session = self.live[document["id"]] = LiveSession(self.services, document)
+        return session
 
     def _list_filters(self, query):
         filters = {"archive": query.get("archive", "exclude")}
@@ -141,30 +316,28 @@ class SessionManager:
             if query.get(name) is not None:
                 filters[column] = validate_id(query[name], "sess", field=name)
         if query.get("state") is not None:
-            filters["state"] = v._check_value("state", query["state"], v.text(
-                choices=("starting", "active", "stopping", "stopped")))
+            filters["state"] = v.check_body({"state": query["state"]}, {"state": v.text(
+                choices=("starting", "active", "stopping", "stopped"))})["state"]
         if query.get("agent") is not None:
             filters["agent_name"] = query["agent"]
         return filters
 
-    def _list_row(self, text):
-        import json
-        document = json.loads(text)
-        return serialize.session_resource(document, self._overlay(document),
+    def _list_row(self, document):
+        live = self.live.get(document["id"])
+        if live is not None:
+            document = live.document
+        return serialize.session_resource(document, live.overlay() if live else None,
                                           (document.get("fences") or {}).get("max_sequence", 0))
 
     def _resource(self, document, precise=False):
-        max_sequence = self.store.events(document).max_active_sequence() if precise else \
-            (document.get("fences") or {}).get("max_sequence", 0)
-        return serialize.session_resource(document, self._overlay(document), max_sequence)
-
-    def _overlay(self, document):
-        return None
-
-    def _before_removal(self, document):
-        pass
+        live = self.live.get(document["id"])
+        if precise:
+            max_sequence = (live.log if live else self.store.events(document)).max_active_sequence()
+        else:
+            max_sequence = (document.get("fences") or {}).get("max_sequence", 0)
+        return serialize.session_resource(document, live.overlay() if live else None, max_sequence)
 
     def _catalog_changed(self, change, document):
-        self.catalog_feed.publish_counted({"type": "session_catalog_changed", "change": change,
-                                           "session_id": document["id"],
-                                           "workspace_id": document["workspace_id"]})
+        self.services.catalog_feed.publish_counted({"type": "session_catalog_changed", "change": change,
+                                                    "session_id": document["id"],
+                                                    "workspace_id": document["workspace_id"]})

@@ -194,6 +194,13 @@ def find_related(leader: ProcessIdentity, marker: str | None = None) -> list[Pro
     return [_identity_of(stats[pid]) for pid in sorted(related)]
 
 
+def find_marked(marker: str) -> list[ProcessIdentity]:
+    """Every live process (not us) whose environment holds the exact NAME=VALUE marker."""
+    entry, me = marker.encode(), os.getpid()
+    return [_identity_of(s) for pid, s in sorted(_scan().items())
+            if pid != me and not _is_dead(s) and _has_env_entry(pid, entry)]
+
+
 def reap_child(pid: int) -> tuple[int | None, int | None] | None:
     try:
         reaped, status = os.waitpid(pid, os.WNOHANG)

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,7 +136,8 @@ def crash_marker_key(session_id: str, prompt_text: str) -> str:
 def garbage_lines(session_id: str) -> list[bytes]:
     """Lines a well-behaved client must survive, each to be followed by a newline."""
     unknown_update = {"sessionId": session_id, "update": {"sessionUpdate": "compaction_update"}}
-    leak_chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "leak"}, "messageId": "leak"}
+    leak_chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "leak"},
+                  "messageId": "leak"}
     leak = {"sessionId": "other-session", "update": leak_chunk}
     return [
         b"this is not json",
@@ -278,7 +280,8 @@ class DirectiveSteps:
             remaining -= len(STDERR_BLOCK)
 
     def do_thought(self, text: str) -> None:
-        self.update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}})
+        self.update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text},
+                     "messageId": uuid.uuid4().hex})
 
     def do_plan(self) -> None:
         self.update({"sessionUpdate": "plan", "entries": [

@@ -37,7 +37,7 @@ def cli(ctx, url):
 
 
 def main(argv=None):
-    from compozy.cli import agent, daemon, session, workspace  # noqa: F401  (registers the groups)
+    from compozy.cli import agent, daemon, history, lifecycle, prompting, session, workspace  # noqa: F401
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

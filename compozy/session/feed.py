@@ -21,6 +21,10 @@ class Feed:
     def last_sequence(self):
         return self._last
 
+    @property
+    def closed(self):
+        return self._closed
+
     def publish(self, items, sequence_of=lambda item: item["sequence"]):
         with self._cond:
             for item in items:
@@ -29,9 +33,10 @@ class Feed:
             self._cond.notify_all()
 
     def publish_counted(self, item):
-        """For feeds without their own sequence (the catalog stream)."""
+        """For feeds without their own sequence (the catalog stream): the item gets the next one."""
         with self._cond:
             self._last += 1
+            item = dict(item, sequence=self._last)
             self._ring.append((self._last, item))
             self._cond.notify_all()
             return self._last

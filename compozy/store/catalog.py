@@ -187,6 +187,12 @@ class Catalog:
             row = self.SessionRow.get_or_none(self.SessionRow.id == session_id)
         return row and json.loads(row.doc)
 
+    def documents_in_states(self, states):
+        S = self.SessionRow
+        with self.guard.read():
+            rows = S.select(S.doc).where(S.state.in_([str(s) for s in states]) & (S.orphaned == False))  # noqa: E712
+            return [json.loads(r[0]) for r in rows.tuples()]
+
     def session_flags(self, session_id):
         with self.guard.read():
             row = self.SessionRow.get_or_none(self.SessionRow.id == session_id)

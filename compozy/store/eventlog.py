@@ -199,11 +199,12 @@ class EventLog:
             rows.reverse()
         return [self._record(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7]) for r in rows]
 
-    def read_all(self, archive="active", types=None):
+    def read_all(self, archive="active", types=None, turn_id=None):
         """Every matching record, paged by sequence (keyset, never OFFSET)."""
         cursor, records = 0, []
         while True:
-            page = self.read(after_sequence=cursor, types=types, limit=MAX_READ_LIMIT, archive=archive)
+            page = self.read(after_sequence=cursor, types=types, turn_id=turn_id, limit=MAX_READ_LIMIT,
+                             archive=archive)
             records.extend(page)
             if len(page) < MAX_READ_LIMIT:
                 return records

@@ -175,7 +175,8 @@ def test_endpoint_yields_messages_and_reports_issues():
     issues = []
     endpoint = protocol.StdioEndpoint(io.BytesIO(stream), io.BytesIO(), on_issue=issues.append)
     messages = list(endpoint.messages())
-    assert messages == [Request(1, "initialize", {}), Response(0, {}, None), Notification("session/cancel", {"sessionId": "s"})]
+    cancel = Notification("session/cancel", {"sessionId": "s"})
+    assert messages == [Request(1, "initialize", {}), Response(0, {}, None), cancel]
     assert [issue.kind for issue in issues] == ["not_json", "not_object", "truncated_line"]
 
 

@@ -154,8 +154,12 @@ def open_session(agent: AgentProcess, workdir: Path, capabilities: dict | None =
     return response.result["sessionId"], response.result
 
 
+def start_prompt(agent: AgentProcess, session_id: str, text: str) -> int:
+    return agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt(text)})
+
+
 def prompt(agent: AgentProcess, session_id: str, text: str) -> tuple[Response, list]:
-    return agent.call("session/prompt", {"sessionId": session_id, "prompt": text_prompt(text)})
+    return agent.response_to(start_prompt(agent, session_id, text))
 
 
 def test_initialize_answers_version_one_and_its_capabilities(spawn):
@@ -195,7 +199,8 @@ def test_chunks_share_one_message_id_and_the_echo_follows(spawn, workdir):
     session_id, _ = open_session(agent, workdir)
     response, seen = prompt(agent, session_id, "[chunks 3] counting [nope]")
     chunks = updates(seen)
-    assert [chunk["content"]["text"] for chunk in chunks] == ["chunk 1 ", "chunk 2 ", "chunk 3 ", "echo: counting [nope]"]
+    texts = [chunk["content"]["text"] for chunk in chunks]
+    assert texts == ["chunk 1 ", "chunk 2 ", "chunk 3 ", "echo: counting [nope]"]
     assert len({chunk["messageId"] for chunk in chunks}) == 1
     assert response.result["stopReason"] == "end_turn"
 
@@ -211,8 +216,10 @@ def test_config_option_change_takes_effect_and_is_validated(spawn, workdir):
     assert response.result["configOptions"][0]["currentValue"] == "echo-large"
     _, seen = prompt(agent, session_id, "quiet please")
     assert reply_text(seen) == "echo: QUIET PLEASE"
-    bad_value, _ = agent.call("session/set_config_option", {"sessionId": session_id, "configId": "speed", "value": "warp"})
-    bad_id, _ = agent.call("session/set_config_option", {"sessionId": session_id, "configId": "colour", "value": "red"})
+    bad_value, _ = agent.call("session/set_config_option",
+                              {"sessionId": session_id, "configId": "speed", "value": "warp"})
+    bad_id, _ = agent.call("session/set_config_option",
+                           {"sessionId": session_id, "configId": "colour", "value": "red"})
     assert bad_value.error["code"] == bad_id.error["code"] == protocol.INVALID_PARAMS
     assert "warp" in bad_value.error["message"] and "colour" in bad_id.error["message"]
     mode, _ = agent.call("session/set_mode", {"sessionId": session_id, "modeId": "code"})
@@ -222,7 +229,8 @@ def test_config_option_change_takes_effect_and_is_validated(spawn, workdir):
 def test_boolean_thinking_option_only_when_the_client_supports_it(spawn, workdir):
     agent = spawn()
     session_id, session = open_session(agent, workdir, BOOLEAN_CAPS)
-    assert session["configOptions"][-1] == {"id": "thinking", "name": "Thinking", "type": "boolean", "currentValue": False}
+    thinking = {"id": "thinking", "name": "Thinking", "type": "boolean", "currentValue": False}
+    assert session["configOptions"][-1] == thinking
     response, _ = agent.call("session/set_config_option",
                              {"sessionId": session_id, "configId": "thinking", "type": "boolean", "value": True})
     assert response.result["configOptions"][-1]["currentValue"] is True
@@ -292,14 +300,16 @@ def test_no_load_env_disables_session_load(spawn, workdir):
 def test_permission_answer_decides_the_tool_call(spawn, workdir, option_id, status, text):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    prompt_id = agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[permission edit] go")})
+    prompt_id = start_prompt(agent, session_id, "[permission edit] go")
     ask, seen = agent.agent_request("session/request_permission")
     [tool_call] = updates(seen)
-    assert tool_call == {"sessionUpdate": "tool_call", "toolCallId": "call_1", "title": "Reference edit", "kind": "edit",
-                         "status": "pending", "locations": [{"path": str(workdir / "reference-edit.txt")}]}
+    assert tool_call == {"sessionUpdate": "tool_call", "toolCallId": "call_1", "title": "Reference edit",
+                         "kind": "edit", "status": "pending",
+                         "locations": [{"path": str(workdir / "reference-edit.txt")}]}
     assert ask.id == 0
     assert ask.params["toolCall"] == {"toolCallId": "call_1", "title": "Reference edit", "kind": "edit"}
-    assert [option["optionId"] for option in ask.params["options"]] == ["allow-once", "allow-always", "reject-once", "reject-always"]
+    option_ids = [option["optionId"] for option in ask.params["options"]]
+    assert option_ids == ["allow-once", "allow-always", "reject-once", "reject-always"]
     agent.send(protocol.make_result(ask.id, {"outcome": {"outcome": "selected", "optionId": option_id}}))
     response, seen = agent.response_to(prompt_id)
     assert updates(seen)[0] == {"sessionUpdate": "tool_call_update", "toolCallId": "call_1", "status": status}
@@ -310,7 +320,7 @@ def test_permission_answer_decides_the_tool_call(spawn, workdir, option_id, stat
 def test_cancel_while_asking_permission_ends_the_turn_cancelled(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    prompt_id = agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[permission execute]")})
+    prompt_id = start_prompt(agent, session_id, "[permission execute]")
     ask, _ = agent.agent_request("session/request_permission")
     agent.notify("session/cancel", {"sessionId": session_id})
     agent.send(protocol.make_result(ask.id, {"outcome": {"outcome": "cancelled"}}))
@@ -322,8 +332,7 @@ def test_cancel_while_asking_permission_ends_the_turn_cancelled(spawn, workdir):
 def test_fs_write_and_read_go_through_the_client(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir, BOOLEAN_CAPS)
-    prompt_id = agent.request("session/prompt", {"sessionId": session_id,
-                                                  "prompt": text_prompt("[write notes/a.txt hello] [read b.txt] [write c.txt x]")})
+    prompt_id = start_prompt(agent, session_id, "[write notes/a.txt hello] [read b.txt] [write c.txt x]")
     write, seen = agent.agent_request("fs/write_text_file")
     assert write.params == {"sessionId": session_id, "path": str(workdir / "notes" / "a.txt"), "content": "hello"}
     agent.send(protocol.make_result(write.id, None))
@@ -334,14 +343,15 @@ def test_fs_write_and_read_go_through_the_client(spawn, workdir):
     agent.send(protocol.make_error(refused.id, protocol.METHOD_NOT_FOUND, "Method not found"))
     response, rest = agent.response_to(prompt_id)
     assert (write.id, read.id, refused.id) == (0, 1, 2)
-    assert reply_text(seen + more + more_still + rest) == "wrote notes/a.txt read: bee write refused: Method not found echo: "
+    expected = "wrote notes/a.txt read: bee write refused: Method not found echo: "
+    assert reply_text(seen + more + more_still + rest) == expected
     assert response.result == {"stopReason": "end_turn"}
 
 
 def test_cancel_during_hold_answers_cancelled(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    prompt_id = agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[hold gate] never")})
+    prompt_id = start_prompt(agent, session_id, "[hold gate] never")
     agent.until(lambda message: updates([message]) and updates([message])[0]["content"]["text"] == "holding gate ")
     started = time.monotonic()
     agent.notify("session/cancel", {"sessionId": session_id})
@@ -354,7 +364,7 @@ def test_cancel_during_hold_answers_cancelled(spawn, workdir):
 def test_hold_finishes_when_the_gate_file_appears_and_a_second_prompt_is_refused(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    prompt_id = agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[hold g1] done")})
+    prompt_id = start_prompt(agent, session_id, "[hold g1] done")
     agent.until(lambda message: isinstance(message, Notification))
     busy, _ = prompt(agent, session_id, "again")
     assert busy.error == {"code": -32603, "message": "prompt already running"}
@@ -367,7 +377,7 @@ def test_hold_finishes_when_the_gate_file_appears_and_a_second_prompt_is_refused
 def test_crash_once_kills_the_process_and_the_replay_completes(spawn, workdir):
     first = spawn()
     session_id, _ = open_session(first, workdir)
-    first.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[crash 2 once] boom")})
+    start_prompt(first, session_id, "[crash 2 once] boom")
     assert first.wait_exit() == -signal.SIGKILL
     second = spawn()
     second.call("initialize", {"protocolVersion": 1})
@@ -382,18 +392,18 @@ def test_crash_once_kills_the_process_and_the_replay_completes(spawn, workdir):
 def test_crash_without_once_crashes_every_time(spawn, workdir):
     first = spawn()
     session_id, _ = open_session(first, workdir)
-    first.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[crash 0]")})
+    start_prompt(first, session_id, "[crash 0]")
     assert first.wait_exit() == -signal.SIGKILL
     second = spawn()
     second.call("session/load", {"sessionId": session_id, "cwd": str(workdir), "mcpServers": []})
-    second.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[crash 0]")})
+    start_prompt(second, session_id, "[crash 0]")
     assert second.wait_exit() == -signal.SIGKILL
 
 
 def test_stdin_eof_exits_promptly_even_during_a_prompt(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[hold forever]")})
+    start_prompt(agent, session_id, "[hold forever]")
     agent.until(lambda message: isinstance(message, Notification))
     started = time.monotonic()
     agent.process.stdin.close()
@@ -404,7 +414,7 @@ def test_stdin_eof_exits_promptly_even_during_a_prompt(spawn, workdir):
 def test_hang_ignores_cancel_and_eof(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[chunks 1] [hang]")})
+    start_prompt(agent, session_id, "[chunks 1] [hang]")
     agent.until(lambda message: isinstance(message, Notification))
     agent.notify("session/cancel", {"sessionId": session_id})
     agent.process.stdin.close()
@@ -417,7 +427,7 @@ def test_hang_ignores_cancel_and_eof(spawn, workdir):
 def test_garbage_lines_are_classified_by_the_protocol_module(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    prompt_id = agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[garbage] still here")})
+    prompt_id = start_prompt(agent, session_id, "[garbage] still here")
     splitter = protocol.LineSplitter()
     kinds, seen = [], []
     while not (seen and isinstance(seen[-1], Response) and seen[-1].id == prompt_id):
@@ -429,7 +439,8 @@ def test_garbage_lines_are_classified_by_the_protocol_module(spawn, workdir):
                 seen.append(parsed)
     assert kinds == ["not_json", "invalid_utf8", "not_object", "not_object", "line_too_long"]
     assert Response(987654, {}, None) in seen
-    assert [update["sessionUpdate"] for update in updates(seen, session_id)] == ["compaction_update", "agent_message_chunk"]
+    own_kinds = [update["sessionUpdate"] for update in updates(seen, session_id)]
+    assert own_kinds == ["compaction_update", "agent_message_chunk"]
     assert updates(seen, "other-session")[0]["content"]["text"] == "leak"
     assert reply_text(seen, session_id) == "echo: still here"
 
@@ -468,7 +479,7 @@ def test_steering_reaches_the_running_turn(spawn, workdir):
     session_id, _ = open_session(agent, workdir)
     idle, _ = agent.call("_compozy/steer", {"sessionId": session_id, "prompt": text_prompt("early")})
     assert idle.error == {"code": -32603, "message": "no prompt running"}
-    prompt_id = agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[hold s] first")})
+    prompt_id = start_prompt(agent, session_id, "[hold s] first")
     agent.until(lambda message: isinstance(message, Notification))
     steered, seen = agent.call("_compozy/steer", {"sessionId": session_id, "prompt": text_prompt("go left")})
     assert steered.result == {}
@@ -483,7 +494,8 @@ def test_steering_reaches_the_running_turn(spawn, workdir):
 def test_stop_usage_plan_thought_and_tools(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    response, seen = prompt(agent, session_id, "[thought pondering] [plan] [tool Lint] [tool-open Dangle] [usage] [stop max_tokens] x")
+    text = "[thought pondering] [plan] [tool Lint] [tool-open Dangle] [usage] [stop max_tokens] x"
+    response, seen = prompt(agent, session_id, text)
     kinds = [update["sessionUpdate"] for update in updates(seen)]
     assert kinds == ["agent_thought_chunk", "plan", "tool_call", "tool_call_update", "tool_call", "usage_update",
                      "agent_message_chunk"]
@@ -507,7 +519,7 @@ def test_fail_answers_with_an_error_after_earlier_output(spawn, workdir):
 def test_exit_and_stderr_directives(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[stderr 64] [exit 7]")})
+    start_prompt(agent, session_id, "[stderr 64] [exit 7]")
     assert agent.wait_exit() == 7
     assert agent.stderr().count("x" * 63 + "\n") == 64 * 1024 // 64
 
@@ -515,7 +527,7 @@ def test_exit_and_stderr_directives(spawn, workdir):
 def test_slow_cancel_delays_the_cancelled_answer(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
-    prompt_id = agent.request("session/prompt", {"sessionId": session_id, "prompt": text_prompt("[hold h] [slow-cancel 0.3]")})
+    prompt_id = start_prompt(agent, session_id, "[hold h] [slow-cancel 0.3]")
     agent.until(lambda message: isinstance(message, Notification))
     started = time.monotonic()
     agent.notify("session/cancel", {"sessionId": session_id})

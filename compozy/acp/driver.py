@@ -1,0 +1,288 @@
+"""AgentProcess: one ACP agent subprocess, its pipes, its threads and its JSON-RPC bookkeeping.
+
+Layer 3. The agent runs in its own session and process group. stdout is read on a dedicated
+thread that never dies on garbage; stderr is drained into a bounded ring so a chatty agent
+never blocks; stdin is written by its own thread so a stuck agent never blocks a caller.
+"""
+
+import itertools
+import logging
+import os
+import queue
+import subprocess
+import threading
+from collections import deque
+
+from pexpect.popen_spawn import PopenSpawn
+from pexpect.spawnbase import SpawnBase
+
+from compozy import proc
+from compozy.acp import protocol
+from compozy.acp.protocol import Notification, ProtocolIssue, Request, Response
+
+log = logging.getLogger("compozy.acp")
+
+READ_CHUNK = 65536
+STDERR_RING_BYTES = 64 * 1024
+EXIT_AFTER_EOF_WAIT = 2.0
+
+
+class AgentExited(Exception):
+    """The agent process ended (or closed stdout) before answering."""
+
+
+class AcpError(Exception):
+    """A JSON-RPC error answer from the agent."""
+
+    def __init__(self, code, message, data=None):
+        self.code, self.message, self.data = code, message, data
+        super().__init__(f"{message} ({code})")
+
+
+class PendingCall:
+    def __init__(self, method, wake=None):
+        self.method, self.wake = method, wake
+        self._done = threading.Event()
+        self.result = self.error = None
+
+    def resolve(self, result=None, error=None):
+        self.result, self.error = result, error
+        self._done.set()
+        if self.wake is not None:
+            self.wake.set()  # the waiter learns at once, with no polling delay
+
+    @property
+    def done(self):
+        return self._done.is_set()
+
+    def wait(self, timeout=None):
+        """The result; raises AcpError, AgentExited, or TimeoutError when timeout passes."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"{self.method} got no answer within {timeout}s")
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class AgentSpawn(PopenSpawn):
+    """pexpect's PopenSpawn with the agent's stderr kept apart from its stdout.
+
+    PopenSpawn merges stderr into stdout (stderr log lines would interleave with JSON-RPC
+    frames) and reads 1 KiB at a time through a second thread; this subclass keeps the
+    pexpect send/kill/wait interface and lets AgentProcess read stdout in 64 KiB chunks.
+    """
+
+    def __init__(self, argv, cwd, env):  # noqa: super().__init__ is replaced on purpose
+        SpawnBase.__init__(self, timeout=None, maxread=READ_CHUNK)
+        self.crlf = b"\n"
+        self.delaybeforesend = None  # pexpect otherwise sleeps 50 ms before every send
+        self.proc = subprocess.Popen(argv, bufsize=0, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
+        self.pid = self.proc.pid
+        self.closed = False
+        self._buf = b""
+
+    def read_chunk(self):
+        """Blocking read of whatever stdout has; b"" at EOF."""
+        try:
+            return os.read(self.proc.stdout.fileno(), READ_CHUNK)
+        except OSError:
+            return b""
+
+
+class AgentProcess:
+    """A running agent. handler receives on_updates(list), on_request(Request),
+    on_notification(Notification), on_issue(ProtocolIssue) and on_exit(process)."""
+
+    def __init__(self, argv, cwd, env, handler, marker=None, label="agent"):
+        self.argv, self.cwd, self.env = list(argv), cwd, env
+        self.handler, self.marker, self.label = handler, marker, label
+        self.spawn = None
+        self.identity = None
+        self._ids = itertools.count()
+        self._pending = {}
+        self._pending_lock = threading.Lock()
+        self._outbox = queue.SimpleQueue()
+        self._stderr = deque()
+        self._stderr_size = 0
+        self._stderr_lock = threading.Lock()
+        self.exited = threading.Event()
+        self.stdout_closed = threading.Event()
+        self.exit_code = self.exit_signal = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self):
+        """Spawn and record identity; OSError (missing command, bad cwd) propagates."""
+        self.spawn = AgentSpawn(self.argv, self.cwd, self.env)
+        self.identity = proc.identify(self.spawn.pid)
+        for target, name in ((self._read_stdout, "stdout"), (self._drain_stderr, "stderr"),
+                             (self._write_stdin, "stdin")):
+            threading.Thread(target=target, name=f"{self.label}-{name}", daemon=True).start()
+        return self
+
+    @property
+    def pid(self):
+        return self.spawn.pid if self.spawn else None
+
+    @property
+    def popen(self):
+        return self.spawn.proc if self.spawn else None
+
+    @property
+    def alive(self):
+        return self.spawn is not None and not self.exited.is_set() and self.spawn.proc.poll() is None
+
+    def close_stdin(self):
+        self._outbox.put(None)
+
+    def wait_exit(self, timeout):
+        """True once the process has exited (and been reaped) within timeout."""
+        try:
+            self.spawn.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        self._record_exit()
+        return True
+
+    def kill_tree(self, term_grace, kill_grace):
+        report = proc.kill_tree(self.identity, self.marker, term_grace, kill_grace, popen=self.spawn.proc)
+        if self.spawn.proc.poll() is not None:
+            self._record_exit()
+        return report
+
+    def _record_exit(self):
+        if not self.exited.is_set():
+            self.exit_code, self.exit_signal = proc.exit_status_from_returncode(self.spawn.proc.returncode)
+            self.exited.set()
+
+    def stderr_tail(self):
+        with self._stderr_lock:
+            return b"".join(self._stderr).decode("utf-8", "replace")
+
+    # -- JSON-RPC out --------------------------------------------------------------------
+
+    def request(self, method, params, wake=None):
+        call_id = next(self._ids)
+        pending = PendingCall(method, wake)
+        with self._pending_lock:
+            if self.stdout_closed.is_set():
+                pending.resolve(error=AgentExited(f"{self.label} is gone"))
+                return pending
+            self._pending[call_id] = pending
+        self._send(protocol.make_request(call_id, method, params))
+        return pending
+
+    def call(self, method, params, timeout):
+        return self.request(method, params).wait(timeout)
+
+    def notify(self, method, params):
+        self._send(protocol.make_notification(method, params))
+
+    def respond(self, request_id, result):
+        self._send(protocol.make_result(request_id, result))
+
+    def respond_error(self, request_id, code, message, data=None):
+        self._send(protocol.make_error(request_id, code, message, data))
+
+    def _send(self, message):
+        self._outbox.put(protocol.encode(message))
+
+    def _write_stdin(self):
+        while True:
+            data = self._outbox.get()
+            try:
+                if data is None:
+                    self.spawn.sendeof()
+                    return
+                self.spawn.send(data)
+            except (BrokenPipeError, OSError, ValueError):
+                return  # the agent is gone; the stdout reader reports the exit
+
+    # -- JSON-RPC in ---------------------------------------------------------------------
+
+    def _read_stdout(self):
+        splitter = protocol.LineSplitter()
+        try:
+            while True:
+                data = self.spawn.read_chunk()
+                if not data:
+                    break
+                self._dispatch_lines(splitter.feed(data))
+            for issue in splitter.finish():
+                self._safely(self.handler.on_issue, issue)
+        finally:
+            self._on_stdout_closed()
+
+    def _dispatch_lines(self, lines):
+        updates = []
+        for line in lines:
+            message = line if isinstance(line, ProtocolIssue) else protocol.parse_line(line)
+            if message is None:
+                continue
+            if isinstance(message, Notification) and message.method == "session/update":
+                updates.append(message)  # consecutive updates are committed together
+                continue
+            self._flush(updates)
+            updates = []
+            self._dispatch(message)
+        self._flush(updates)
+
+    def _flush(self, updates):
+        if updates:
+            self._safely(self.handler.on_updates, updates)
+
+    def _dispatch(self, message):
+        if isinstance(message, ProtocolIssue):
+            self._safely(self.handler.on_issue, message)
+        elif isinstance(message, Response):
+            self._resolve(message)
+        elif isinstance(message, Request):
+            self._safely(self.handler.on_request, message)
+        else:
+            self._safely(self.handler.on_notification, message)
+
+    def _resolve(self, response):
+        with self._pending_lock:
+            pending = self._pending.pop(response.id, None) if isinstance(response.id, int) else None
+        if pending is None:
+            self._safely(self.handler.on_issue, ProtocolIssue("unknown_response_id", protocol.excerpt(repr(response))))
+            return
+        if response.error is not None:
+            error = response.error if isinstance(response.error, dict) else {}
+            pending.resolve(error=AcpError(error.get("code", protocol.INTERNAL_ERROR),
+                                           str(error.get("message", "error"))[:500], error.get("data")))
+        else:
+            pending.resolve(result=response.result)
+
+    def _safely(self, callback, argument):
+        """A handler bug must not kill the reader: the agent's output keeps flowing."""
+        try:
+            callback(argument)
+        except Exception:  # noqa: BLE001
+            log.exception("%s: handler %s failed", self.label, getattr(callback, "__name__", callback))
+
+    def _on_stdout_closed(self):
+        with self._pending_lock:
+            self.stdout_closed.set()
+            pending, self._pending = list(self._pending.values()), {}
+        if not self.wait_exit(EXIT_AFTER_EOF_WAIT):
+            log.warning("%s closed stdout but pid %s is still running", self.label, self.pid)
+        for call in pending:
+            call.resolve(error=AgentExited(f"{self.label} exited before answering {call.method}"))
+        self._safely(self.handler.on_exit, self)
+
+    def _drain_stderr(self):
+        fd = self.spawn.proc.stderr.fileno()
+        while True:
+            try:
+                data = os.read(fd, READ_CHUNK)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._stderr_lock:
+                self._stderr.append(data)
+                self._stderr_size += len(data)
+                while self._stderr_size > STDERR_RING_BYTES and len(self._stderr) > 1:
+                    self._stderr_size -= len(self._stderr.popleft())

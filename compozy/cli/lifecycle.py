@@ -1,0 +1,75 @@
+"""`compozy session stop|archive|unarchive|repair`.
+
+Layer 6 (surface).
+"""
+
+import sys
+
+import click
+
+from compozy.cli.output import emit, output_option, session_block
+from compozy.cli.session import scoped, session
+
+
+@session.command("stop")
+@click.argument("session_id")
+@click.option("--wait", is_flag=True, help="wait for the verified outcome and print it")
+@output_option()
+@click.pass_obj
+def stop(obj, session_id, wait, output):
+    """Stop the session: cooperative cancel, then signals, with exit verified."""
+    path = scoped(obj, session_id, "stop")
+    status, document = obj.client.call("POST", path, {"wait": wait})
+    if wait:
+        emit(document, output, _outcome_text)
+        sys.exit(0 if document.get("verified") else 1)
+    _, document = obj.client.call("GET", scoped(obj, session_id))
+    emit(document, output, lambda d: session_block(d["session"]))
+
+
+def _outcome_text(outcome):
+    text = f"{outcome['state']} (verified={outcome['verified']}, escalated={outcome['escalated']}, " \
+           f"phase={outcome['phase']}, after {outcome['stopped_after']}s)"
+    return text + (f"\nattention: {outcome['attention']}" if outcome.get("attention") else "")
+
+
+@session.command("archive")
+@click.argument("session_id")
+@click.option("--stop", "stop_first", is_flag=True, help="stop a running session first, then archive it")
+@output_option()
+@click.pass_obj
+def archive(obj, session_id, stop_first, output):
+    """Hide a stopped session from the default catalog; its history stays readable."""
+    query = {"stop": "true"} if stop_first else None
+    _, document = obj.client.call("POST", scoped(obj, session_id, "archive"), query=query)
+    emit(document, output, lambda d: f"archived {d['session']['id']}")
+
+
+@session.command("unarchive")
+@click.argument("session_id")
+@output_option()
+@click.pass_obj
+def unarchive(obj, session_id, output):
+    """Return an archived session to the default catalog (it stays stopped)."""
+    _, document = obj.client.call("POST", scoped(obj, session_id, "unarchive"))
+    emit(document, output, lambda d: f"unarchived {d['session']['id']}")
+
+
+@session.command("repair")
+@click.argument("session_id")
+@click.option("--dry-run", is_flag=True, help="report what would be appended without writing")
+@click.option("--force", is_flag=True, help="repair even when the stop reason is not agent_crashed or error")
+@output_option()
+@click.pass_obj
+def repair(obj, session_id, dry_run, force, output):
+    """Terminalize an interrupted last turn by appending events (never rewriting)."""
+    _, document = obj.client.call("POST", scoped(obj, session_id, "repair"), {"dry_run": dry_run, "force": force})
+    emit(document, output, _repair_text)
+
+
+def _repair_text(document):
+    result = document["repair"]
+    if not result["actions"]:
+        return "nothing to repair"
+    verb = "would append" if result["dry_run"] else "appended"
+    return "\n".join(f"{verb}: {a['action']} {a.get('tool_call_id') or ''}".rstrip() for a in result["actions"])

@@ -1,0 +1,261 @@
+"""`compozy session prompt|cancel|approve`, `session input ...` and `session runtime ...`.
+
+Layer 6 (surface). `prompt` streams the answer as it arrives and exits 0 when the turn ends
+normally; --detach prints the admission and returns at once.
+"""
+
+import json
+import sys
+
+import click
+
+from compozy.cli.output import emit, output_option
+from compozy.cli.session import scoped, session
+from compozy.errors import CompozyError
+from compozy.ids import new_id
+
+
+def runtime_options(command):
+    options = [
+        click.option("--provider", help="provider for this prompt's runtime snapshot"),
+        click.option("--model", help="logical model ID"),
+        click.option("--reasoning-effort", help="reasoning effort (e.g. low, medium, high)"),
+        click.option("--speed", help="speed option (e.g. normal, fast)"),
+        click.option("--acp-option", "acp_options", multiple=True, metavar="ID=VALUE",
+                     help="an advertised select option (repeatable)"),
+        click.option("--acp-toggle", "acp_toggles", multiple=True, metavar="ID=true|false",
+                     help="an advertised boolean option (repeatable)"),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def runtime_body(provider, model, reasoning_effort, speed, acp_options, acp_toggles):
+    runtime = {k: v for k, v in (("provider", provider), ("model", model), ("reasoning_effort", reasoning_effort),
+                                 ("speed", speed)) if v}
+    entries = [{"id": i, "value_id": val} for i, val in map(_pair, acp_options)]
+    for option_id, value in map(_pair, acp_toggles):
+        if value not in ("true", "false"):
+            raise click.BadParameter(f"--acp-toggle {option_id}={value}: use true or false")
+        entries.append({"id": option_id, "bool_value": value == "true"})
+    if entries:
+        runtime["acp_options"] = entries
+    return runtime
+
+
+def _pair(text):
+    option_id, sep, value = text.partition("=")
+    if not sep or not option_id:
+        raise click.BadParameter(f"{text!r}: expected ID=VALUE")
+    return option_id, value
+
+
+@session.command("prompt")
+@click.argument("session_id")
+@click.argument("message")
+@runtime_options
+@click.option("--mode", type=click.Choice(["queue", "steer", "interrupt"]), help="what to do when a turn is running")
+@click.option("--expected-turn-id", help="fence: refuse if another turn is current (steer and interrupt)")
+@click.option("--message-id", help="retry an exact earlier request (with --idempotency-key)")
+@click.option("--idempotency-key", help="retry an exact earlier request (with --message-id)")
+@click.option("--detach", is_flag=True, help="print the admission and return without following the turn")
+@output_option(("text", "json", "jsonl"))
+@click.pass_obj
+def prompt(obj, session_id, message, mode, expected_turn_id, message_id, idempotency_key, detach, output, **runtime):
+    """Send MESSAGE to a session and stream the answer until the turn ends."""
+    if (message_id is None) != (idempotency_key is None):
+        raise click.UsageError("--message-id and --idempotency-key go together")
+    body = {"message": message, "message_id": message_id or new_id("msg"),
+            "idempotency_key": idempotency_key or new_id("idem"), "mode": mode,
+            "expected_turn_id": expected_turn_id, "runtime": runtime_body(**runtime) or None}
+    body = {k: v for k, v in body.items() if v is not None}
+    path = scoped(obj, session_id, "prompt")
+    if detach:
+        _, document = obj.client.call("POST", path, body)
+        emit(document, output, lambda d: _admission_line(d["prompt"]))
+        return
+    sys.exit(follow_prompt(obj.client.stream("POST", path, body), output))
+
+
+def follow_prompt(frames, output):
+    admission, last = None, None
+    try:
+        for event, data in frames:
+            if event == "prompt":
+                admission = data
+                if output == "jsonl":
+                    click.echo(json.dumps({"prompt": data}, separators=(",", ":")))
+                elif output == "text":
+                    click.echo(_admission_line(data), err=True)
+                continue
+            last = data
+            if output == "jsonl":
+                click.echo(json.dumps(data, separators=(",", ":")))
+            elif output == "text":
+                _print_event(data)
+    except (OSError, ValueError) as exc:
+        raise CompozyError("daemon_unavailable", f"the stream ended early: {exc}") from None
+    if output == "json":
+        click.echo(json.dumps({"prompt": admission, "terminal_event": last}, indent=2))
+    if admission and admission.get("replayed"):
+        return 0
+    if last is None or last["type"] not in ("done", "error"):
+        click.echo("Error: daemon_unavailable: the stream ended before the turn did", err=True)
+        return 1
+    return 0 if last["type"] == "done" and last["content"].get("stop_reason") != "cancelled" else 1
+
+
+def _admission_line(admission):
+    line = f"{admission['disposition']} turn {admission['turn_id']}"
+    if admission.get("steer_delivery"):
+        line += f" ({admission['steer_delivery']})"
+    if admission.get("entry_id"):
+        line += f" entry {admission['entry_id']}"
+    return line + (" (replayed)" if admission.get("replayed") else "")
+
+
+def _print_event(record):
+    kind, content = record["type"], record["content"]
+    if kind == "agent_message":
+        click.echo(content.get("text", ""), nl=False)
+    elif kind == "thought":
+        click.echo(click.style(content.get("text", ""), dim=True), nl=False, err=True)
+    elif kind == "tool_call" and not content.get("update"):
+        click.echo(f"\n[tool {content.get('title') or content.get('tool_call_id')}]", err=True)
+    elif kind == "permission" and "decision" not in content:
+        click.echo(f"\n[permission pending: {content.get('request_id')} {content.get('title') or ''}]", err=True)
+    elif kind == "done":
+        click.echo("")
+        if content.get("stop_reason") != "end_turn":
+            click.echo(f"[{content.get('stop_reason')}]", err=True)
+    elif kind == "error":
+        click.echo(f"\nError: {content.get('error')}", err=True)
+
+
+@session.command("cancel")
+@click.argument("session_id")
+@output_option()
+@click.pass_obj
+def cancel(obj, session_id, output):
+    """Cancel the current turn without a replacement (the session stays active)."""
+    _, document = obj.client.call("POST", scoped(obj, session_id, "prompt", "cancel"), {})
+    emit(document, output, lambda d: f"cancelling turn {d['cancel']['turn_id']}")
+
+
+@session.command("approve")
+@click.argument("session_id")
+@click.argument("request_id")
+@click.option("--decision", type=click.Choice(["allow-once", "allow-always", "reject-once", "reject-always"]),
+              default="allow-once", show_default=True)
+@output_option()
+@click.pass_obj
+def approve(obj, session_id, request_id, decision, output):
+    """Answer a pending permission request."""
+    _, document = obj.client.call("POST", scoped(obj, session_id, "approve"),
+                                  {"request_id": request_id, "decision": decision})
+    emit(document, output, lambda d: f"{d['permission']['request_id']}: {d['permission']['decision']}")
+
+
+@session.group("input")
+def input_group():
+    """The daemon-owned queue of prompts waiting for the current turn."""
+
+
+@input_group.command("list")
+@click.argument("session_id")
+@output_option()
+@click.pass_obj
+def input_list(obj, session_id, output):
+    """List queued entries in run order."""
+    _, document = obj.client.call("GET", scoped(obj, session_id, "prompt", "queue"))
+    emit(document, output, lambda d: "\n".join(f"{e['id']}  {e['mode']:<9} {e['message'][:60]}"
+                                               for e in d["entries"]) or "queue is empty")
+
+
+@input_group.command("edit")
+@click.argument("session_id")
+@click.argument("entry_id")
+@click.argument("message")
+@click.option("--message-id", help="with --idempotency-key: retry an exact earlier edit")
+@click.option("--idempotency-key", help="with --message-id: retry an exact earlier edit")
+@output_option()
+@click.pass_obj
+def input_edit(obj, session_id, entry_id, message, message_id, idempotency_key, output):
+    """Replace a queued entry's text."""
+    body = {"message": message, **_identity(message_id, idempotency_key)}
+    _, document = obj.client.call("PUT", scoped(obj, session_id, "prompt", "queue", entry_id), body)
+    emit(document, output, lambda d: f"edited {d['entry']['id']}")
+
+
+@input_group.command("steer")
+@click.argument("session_id")
+@click.argument("entry_id")
+@click.argument("message", required=False)
+@click.option("--expected-turn-id", required=True, help="the turn to steer; a newer turn refuses the request")
+@click.option("--message-id", help="with --idempotency-key: retry an exact earlier steer")
+@click.option("--idempotency-key", help="with --message-id: retry an exact earlier steer")
+@output_option()
+@click.pass_obj
+def input_steer(obj, session_id, entry_id, message, expected_turn_id, message_id, idempotency_key, output):
+    """Promote a queued entry (optionally with new text) to steer the current turn."""
+    body = {"expected_turn_id": expected_turn_id, **_identity(message_id, idempotency_key)}
+    if message:
+        body["message"] = message
+    _, document = obj.client.call("POST", scoped(obj, session_id, "prompt", "queue", entry_id, "steer"), body)
+    emit(document, output, lambda d: _admission_line(d["prompt"]))
+
+
+@input_group.command("cancel")
+@click.argument("session_id")
+@click.argument("entry_id")
+@output_option()
+@click.pass_obj
+def input_cancel(obj, session_id, entry_id, output):
+    """Cancel a queued entry before it runs."""
+    _, document = obj.client.call("DELETE", scoped(obj, session_id, "prompt", "queue", entry_id))
+    emit(document, output, lambda d: f"canceled {d['entry']['id']}")
+
+
+def _identity(message_id, idempotency_key):
+    if (message_id is None) != (idempotency_key is None):
+        raise click.UsageError("--message-id and --idempotency-key go together")
+    return {"message_id": message_id, "idempotency_key": idempotency_key} if message_id else {}
+
+
+@session.group("runtime")
+def runtime_group():
+    """Select the runtime the next prompt uses."""
+
+
+@runtime_group.command("set")
+@click.argument("session_id")
+@runtime_options
+@click.option("--expected-revision", type=int, help="selection revision you read (default: read it now)")
+@output_option()
+@click.pass_obj
+def runtime_set(obj, session_id, expected_revision, output, **runtime):
+    """Persist next-prompt runtime intent without starting or reconfiguring the agent."""
+    revision = _revision(obj, session_id, expected_revision)
+    _, document = obj.client.call("PUT", scoped(obj, session_id, "runtime"),
+                                  {"runtime": runtime_body(**runtime), "expected_revision": revision})
+    emit(document, output, lambda d: f"selected revision {d['session']['runtime']['selection_revision']}")
+
+
+@runtime_group.command("clear")
+@click.argument("session_id")
+@click.option("--expected-revision", type=int, help="selection revision you read (default: read it now)")
+@output_option()
+@click.pass_obj
+def runtime_clear(obj, session_id, expected_revision, output):
+    """Clear the runtime selection."""
+    revision = _revision(obj, session_id, expected_revision)
+    _, document = obj.client.call("DELETE", scoped(obj, session_id, "runtime"), query={"expected_revision": revision})
+    emit(document, output, lambda d: f"cleared (revision {d['session']['runtime']['selection_revision']})")
+
+
+def _revision(obj, session_id, expected):
+    if expected is not None:
+        return expected
+    _, document = obj.client.call("GET", scoped(obj, session_id))
+    return document["session"]["runtime"]["selection_revision"]

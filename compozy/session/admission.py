@@ -1,0 +1,259 @@
+"""Prompt admission and busy input: started, queued, steered or interrupted, decided atomically.
+
+Layer 4. The busy check and the durable admission (and queue entry) happen under the session
+lock in one catalog transaction; the answer leaves only after that commit. A full queue refuses
+the new entry and changes nothing. Interrupt and steer submit only their own replacement text.
+"""
+
+import hashlib
+import json
+import logging
+
+from compozy import validate as v
+from compozy.errors import CompozyError, invalid
+from compozy.ids import new_id, validate_client_token, validate_id
+from compozy.session.runtime import check_snapshot, layer
+from compozy.session.turns import Turn
+from compozy.states import (BusyMode, Disposition, MarkerKind, QueueStatus, SessionState, SteerDelivery)
+
+log = logging.getLogger("compozy.admission")
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+PROMPT_FIELDS = {"message": v.text(required=True), "message_id": v.text(), "idempotency_key": v.text(),
+                 "runtime": v.mapping(), "mode": v.text(choices=tuple(m.value for m in BusyMode)),
+                 "expected_turn_id": v.text()}
+
+
+def fingerprint(operation, **fields):
+    canonical = json.dumps({"operation": operation, **fields}, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_identity(body):
+    """message_id and idempotency_key come together (both client-chosen) or not at all."""
+    if ("message_id" in body) != ("idempotency_key" in body):
+        raise invalid("give message_id and idempotency_key together, or neither")
+    if "message_id" in body:
+        return (validate_client_token(body["message_id"], "message_id"),
+                validate_client_token(body["idempotency_key"], "idempotency_key"))
+    return new_id("msg"), new_id("idem")
+
+
+def check_message(message):
+    if not message.strip():
+        raise invalid("message must not be blank", field="message")
+    if len(message.encode("utf-8")) > MAX_MESSAGE_BYTES:
+        raise invalid(f"message is over {MAX_MESSAGE_BYTES} bytes", field="message")
+    return message
+
+
+class Inputs:
+    """Admits prompts, owns the durable queue, and hears from the worker about each turn."""
+
+    def __init__(self, services, worker_ref):
+        self.services = services
+        self.worker = worker_ref  # set after the Worker exists (they refer to each other)
+
+    @property
+    def catalog(self):
+        return self.services.catalog
+
+    # -- admission -----------------------------------------------------------------------
+
+    def prompt(self, session, body):
+        body = v.check_body(body, PROMPT_FIELDS)
+        message = check_message(body["message"])
+        message_id, key = check_identity(body)
+        snapshot = check_snapshot(body["runtime"]) if "runtime" in body else {}
+        expected = body.get("expected_turn_id")
+        if expected is not None:
+            validate_id(expected, "turn", field="expected_turn_id")
+        mode = body.get("mode")
+        print_ = fingerprint("prompt", message=message, message_id=message_id, runtime=snapshot, mode=mode,
+                             expected_turn_id=expected)
+        with session.lock:
+            replay = self._replay(session, key, print_)
+            if replay is None:
+                self._check_message_id(session, message_id)
+                self._check_admissible(session, mode)
+                turn = Turn(new_id("turn"), message, message_id, key, snapshot, mode, expected_turn_id=expected)
+                result = self._admit(session, turn, mode, print_)
+        if replay is not None:
+            return replay
+        if result["disposition"] == Disposition.STARTED:
+            turn.bound.wait()
+            if turn.bind_error is not None:
+                raise turn.bind_error
+        return {"prompt": result}
+
+    def _replay(self, session, key, print_):
+        existing = self.catalog.admission(session.id, key)
+        if existing is None:
+            return None
+        if existing["fingerprint"] != print_:
+            raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different request",
+                               idempotency_key=key)
+        inflight = session.inflight.get(key)
+        if existing["state"] == "binding" and inflight is not None:
+            session.lock.release()  # wait for the first request's bind without holding the session
+            try:
+                inflight.bound.wait()
+            finally:
+                session.lock.acquire()
+            if inflight.bind_error is not None:
+                raise inflight.bind_error
+            existing = self.catalog.admission(session.id, key)
+        if existing is None or existing.get("result") is None:
+            raise CompozyError("idempotency_conflict", "the first request with this key did not complete")
+        return {"prompt": {**existing["result"], "replayed": True}}
+
+    def _check_message_id(self, session, message_id):
+        if self.catalog.admission_by_message(session.id, message_id):
+            raise CompozyError("message_conflict", f"message_id {message_id} was already used with another "
+                               "idempotency_key", message_id=message_id)
+
+    def _check_admissible(self, session, mode):
+        if not self.services.accepting:
+            raise CompozyError("new_work_admission_unavailable", "the daemon is shutting down")
+        document = session.document
+        if document.get("archived"):
+            raise CompozyError("session_archived", "unarchive the session before prompting it")
+        if session.stop_operation is not None or document["state"] == SessionState.STOPPING:
+            raise CompozyError("session_stop_in_progress", "the session is stopping")
+        if document["state"] == SessionState.STOPPED and mode is not None:
+            raise CompozyError("session_not_active", "a stopped session restarts only on a normal prompt "
+                               "(without mode); queue, steer and interrupt never restart it")
+
+    def _admit(self, session, turn, mode, print_):
+        current = session.turn
+        if current is None:
+            return self._start(session, turn, print_)
+        mode = mode or self.services.config["session.busy_input.default_mode"]
+        if mode != BusyMode.QUEUE:
+            self._check_fence(current, turn.expected_turn_id)
+        if mode == BusyMode.QUEUE:
+            return self._enqueue(session, turn, print_, mode, priority=1, disposition=Disposition.QUEUED)
+        if mode == BusyMode.INTERRUPT:
+            result = self._enqueue(session, turn, print_, mode, priority=0, disposition=Disposition.INTERRUPTED,
+                                   interrupted=current.id)
+            self.worker.cancel(session, "interrupted")
+            return result
+        return self._steer(session, current, turn, print_)
+
+    @staticmethod
+    def _check_fence(current, expected):
+        if expected is not None and expected != current.id:
+            raise CompozyError("active_turn_mismatch", f"turn {expected} is not the current turn {current.id}",
+                               current_turn_id=current.id, expected_turn_id=expected)
+
+    def _start(self, session, turn, print_):
+        if session.document["state"] == SessionState.STOPPED:
+            session.change_state(SessionState.STARTING)  # stopped -> starting: a normal prompt restores it
+        result = {"disposition": Disposition.STARTED.value, "turn_id": turn.id, "message_id": turn.message_id,
+                  "idempotency_key": turn.idempotency_key, "replayed": False}
+        turn.admission_id = new_id("idem")
+        self.catalog.add_admission(id=turn.admission_id, session_id=session.id, operation="prompt",
+                                   message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                   fingerprint=print_, state="binding", result=None)
+        turn.result = result
+        session.inflight[turn.idempotency_key] = turn
+        self.worker.start(session, turn)
+        return result
+
+    def _enqueue(self, session, turn, print_, mode, priority, disposition, interrupted=None, delivery=None):
+        cap = self.services.config["session.busy_input.queue_cap"]
+        with self.catalog.transaction():
+            if priority == 1 and self.catalog.count_entries(session.id) >= cap:
+                raise CompozyError("queue_full", f"the input queue holds {cap} entries (session.busy_input.queue_cap)",
+                                   queue_cap=cap)
+            entry_id = new_id("queue")
+            result = {"disposition": disposition.value, "turn_id": turn.id, "message_id": turn.message_id,
+                      "idempotency_key": turn.idempotency_key, "entry_id": entry_id, "replayed": False}
+            if delivery:
+                result["steer_delivery"] = delivery.value
+            if interrupted:
+                result["interrupted_turn_id"] = interrupted
+            admission_id = new_id("idem")
+            self.catalog.add_admission(id=admission_id, session_id=session.id, operation="prompt",
+                                       message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                       fingerprint=print_, state="queued", result=result)
+            self.catalog.add_entry(id=entry_id, session_id=session.id, priority=priority, status=QueueStatus.QUEUED,
+                                   mode=mode, message=turn.message, message_id=turn.message_id,
+                                   idempotency_key=turn.idempotency_key, runtime=self._resolved(session, turn),
+                                   turn_id=turn.id, admission_id=admission_id)
+        kind = {Disposition.QUEUED: MarkerKind.PROMPT_QUEUED, Disposition.INTERRUPTED: MarkerKind.PROMPT_INTERRUPTED,
+                Disposition.STEERED: MarkerKind.PROMPT_STEERED}[disposition]
+        session.marker(kind, f"{disposition.value}: {turn.message[:200]}", interrupted,
+                       entry_id=entry_id, message_id=turn.message_id, **({"steer_delivery": delivery.value}
+                                                                          if delivery else {}))
+        return result
+
+    def _resolved(self, session, turn):
+        """A queued prompt keeps the runtime accepted with it, whatever the binding does later."""
+        agent = session.agent
+        return layer(agent.defaults(), session.document["runtime"].get("selected"), turn.snapshot)
+
+    def _steer(self, session, current, turn, print_):
+        runtime = session.runtime
+        steerable = runtime is not None and runtime.alive and runtime.supports_steering
+        if not steerable:
+            result = self._enqueue(session, turn, print_, BusyMode.STEER, priority=0, disposition=Disposition.STEERED,
+                                   interrupted=current.id, delivery=SteerDelivery.INTERRUPT_FALLBACK)
+            self.worker.cancel(session, "steered")
+            return result
+        delivery = SteerDelivery.INJECTED if current.phase == "prompting" else SteerDelivery.PENDING_INJECTION
+        result = {"disposition": Disposition.STEERED.value, "turn_id": current.id, "message_id": turn.message_id,
+                  "idempotency_key": turn.idempotency_key, "steer_delivery": delivery.value, "replayed": False}
+        self.catalog.add_admission(id=new_id("idem"), session_id=session.id, operation="prompt",
+                                   message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                   fingerprint=print_, state="steered", result=result)
+        session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id, "steer": True},
+                             current.id)
+        session.marker(MarkerKind.PROMPT_STEERED, f"steered into {current.id}: {turn.message[:200]}", current.id,
+                       message_id=turn.message_id, steer_delivery=delivery.value)
+        current.injections.append({"message": turn.message, "message_id": turn.message_id})
+        current.wake.set()
+        return result
+
+    # -- hooks the worker calls -------------------------------------------------------------
+
+    def started(self, session, turn):
+        session.inflight.pop(turn.idempotency_key, None)
+        if turn.entry_id:
+            self.catalog.update_entry(turn.entry_id, status=QueueStatus.SENT)
+            session.marker(MarkerKind.PROMPT_ACCEPTED, f"queued input started: {turn.message[:200]}", turn.id,
+                           entry_id=turn.entry_id)
+        elif turn.admission_id:
+            self.catalog.update_admission(turn.admission_id, state="started", result=turn.result)
+        if session.document["state"] == SessionState.STARTING:
+            session.change_state(SessionState.ACTIVE, stop_reason=None, stop_detail=None, verified=None)
+
+    def refused(self, session, turn, error):
+        session.inflight.pop(turn.idempotency_key, None)
+        if turn.entry_id:
+            self.catalog.update_entry(turn.entry_id, status=QueueStatus.FAILED,
+                                      failure=json.dumps({"code": error.code, "message": error.message}))
+            session.marker(MarkerKind.PROMPT_DROPPED, f"queued input could not start: {error.code}: {error.message}",
+                           None, entry_id=turn.entry_id, code=error.code)
+        elif turn.admission_id:
+            self.catalog.delete_admission(turn.admission_id)  # nothing persisted: a retry tries again
+        if session.document["state"] == SessionState.STARTING:
+            session.change_state(SessionState.STOPPED, stop_reason="error",
+                                 stop_detail=f"start did not complete: {error.code}",
+                                 failure={"kind": "startup_failure", "summary": error.message[:500]})
+
+    def ended(self, session, turn, kind, content):
+        runtime = session.document.get("runtime") or {}
+        session.save(activity=dict(session.activity), runtime={**runtime, "last_known": runtime.get("last_known")})
+
+    def next_turn(self, session):
+        """The next queued entry as a turn (called with session.lock held), or None."""
+        for entry in self.catalog.entries(session.id):
+            self.catalog.update_entry(entry["id"], status=QueueStatus.DISPATCHING)
+            return Turn(entry["turn_id"], entry["message"], entry["message_id"], entry["idempotency_key"],
+                        entry["runtime"], entry["mode"], entry_id=entry["id"], admission_id=entry["admission_id"])
+        return None
+
+    def steer_failed(self, session, turn, steer, reason):
+        session.marker(MarkerKind.PROMPT_DROPPED, f"steer could not be delivered: {reason[:300]}", turn.id,
+                       message_id=steer["message_id"])

@@ -1,0 +1,145 @@
+"""Binding a prompt's runtime: reuse and reconfigure the live agent, replace it, or start one.
+
+Layer 4. The first bind walks the agent's fallback chain; a route refused before ACP acceptance
+is recorded (session.fallback.used + a provider_failure marker) and the next route is tried.
+Nothing of the authored message is persisted here: the caller records user_message on success.
+"""
+
+import logging
+
+from compozy.errors import CompozyError
+from compozy.session.live import RuntimeEvents
+from compozy.session.runtime import BindFailure, configure, launch, open_session, routes_for
+from compozy.states import MarkerKind, RuntimeStatus, RuntimeTransition
+
+log = logging.getLogger("compozy.binding")
+
+RETIRE_GRACE = 2.0
+RETIRE_KILL_GRACE = 5.0
+
+
+class Binder:
+    def __init__(self, services, requests):
+        self.services, self.requests = services, requests
+
+    def bind(self, session, turn, transition=None):
+        """Make session.runtime serve turn's snapshot; returns the replay reason or None."""
+        stored = session.document["runtime"]
+        routes = routes_for(session.agent, stored.get("selected"), turn.snapshot)
+        runtime = session.runtime
+        if runtime is not None and runtime.alive and not runtime.effective.get("stale"):
+            target = next((t for _, t in routes if t["provider"] == runtime.provider.name), routes[0][1])
+            if target["provider"] == runtime.provider.name:
+                self._reconfigure(session, runtime, target)
+                return None
+            self.retire(session, RuntimeTransition.PROCESS_REPLACEMENT)
+            return self._start(session, [(None, target)], RuntimeTransition.PROCESS_REPLACEMENT, allow_load=False)
+        if runtime is not None:
+            self.retire(session, RuntimeTransition.PROCESS_REPLACEMENT)
+        accepted = stored.get("route")
+        if accepted and len(routes) > 1:
+            routes = [r for r in routes if r[0] == accepted] or routes
+        if transition is None:
+            transition = RuntimeTransition.INITIAL_BIND if not stored.get("acp_session_id") else \
+                RuntimeTransition.PROCESS_REPLACEMENT
+        return self._start(session, routes, transition, allow_load=True)
+
+    def _reconfigure(self, session, runtime, target):
+        session.update_runtime(status=RuntimeStatus.RECONFIGURING, transition=RuntimeTransition.LIVE_CONFIGURATION)
+        try:
+            configure(runtime, target)
+        except BindFailure:
+            session.update_runtime(status=RuntimeStatus.READY, transition="")
+            raise
+        session.update_runtime(status=RuntimeStatus.READY, transition="", effective=runtime.effective,
+                               last_known=_identity(runtime.effective))
+
+    def _start(self, session, routes, transition, allow_load):
+        recovering = transition == RuntimeTransition.AUTOMATIC_RECOVERY
+        session.update_runtime(status=RuntimeStatus.RECOVERING if recovering else RuntimeStatus.BINDING,
+                               transition=transition)
+        failure = None
+        for index, (number, target) in enumerate(routes):
+            try:
+                runtime, loaded = self._launch(session, target, allow_load)
+            except BindFailure as exc:
+                failure = exc
+                self._route_refused(session, number, target, exc, more=index + 1 < len(routes))
+                continue
+            self._accept(session, runtime, number, transition)
+            if loaded or not session.log.last_sequence():
+                return None
+            return "fresh_agent_session" if allow_load else "provider_change"
+        if not recovering:
+            session.update_runtime(status=RuntimeStatus.UNBOUND, transition="")
+        raise failure
+
+    def _launch(self, session, target, allow_load):
+        provider = self.services.config.provider(target["provider"])
+        if provider is None:
+            raise BindFailure(CompozyError("provider_unavailable", f"no provider named {target['provider']!r}"),
+                              "startup_failure")
+        stored = session.document["runtime"]
+        handler = RuntimeEvents(session, self.requests)
+        runtime = launch(provider, session.id, session.document["cwd"], handler, str(self.services.home.root))
+        handler.runtime = runtime
+        try:
+            last_provider = (stored.get("last_known") or {}).get("provider")
+            load_id = stored.get("acp_session_id") if allow_load and last_provider == provider.name else None
+            loaded = open_session(runtime, session.document["cwd"], load_id)
+            configure(runtime, target)
+        except BindFailure:
+            self._discard(runtime)
+            raise
+        return runtime, loaded
+
+    def _accept(self, session, runtime, number, transition):
+        with session.lock:
+            session.runtime = runtime
+            session.update_runtime(status=RuntimeStatus.READY, transition="", acp_session_id=runtime.acp_session_id,
+                                   effective=runtime.effective, last_known=_identity(runtime.effective),
+                                   process={**runtime.process.identity.to_dict()}, route=number)
+            if session.document.get("failure"):
+                session.save(failure=None)
+        log.info("session %s bound to %s (acp session %s, %s)", session.id, runtime.provider.name,
+                 runtime.acp_session_id, transition.value or "bind")
+
+    def _route_refused(self, session, number, target, failure, more):
+        summary = f"route {number or 1} ({target['provider']}): {failure.error.code}: {failure.error.message}"
+        if more:
+            session.append_event("session.fallback.used", {"route": number, "provider": target["provider"],
+                                                           "model": target.get("model"), "code": failure.error.code,
+                                                           "error": failure.error.message[:500]})
+        session.marker(MarkerKind.PROVIDER_FAILURE, summary, code=failure.error.code, route=number,
+                       failure_kind=failure.failure_kind)
+
+    def retire(self, session, transition=RuntimeTransition.NONE):
+        """Stop the current process (stdin closed, then signals) and forget it."""
+        runtime = session.runtime
+        if runtime is None:
+            return None
+        session.update_runtime(status=RuntimeStatus.RECONFIGURING if transition else RuntimeStatus.UNBOUND,
+                               transition=transition)
+        report = self._discard(runtime)
+        with session.lock:
+            if session.runtime is runtime:
+                session.runtime = None
+            fields = {"status": RuntimeStatus.UNBOUND, "transition": ""}
+            if report.verified:
+                fields["process"] = None
+            session.update_runtime(**fields)
+        return report
+
+    def stop_process(self, runtime):
+        """Stop a runtime already detached from its session; the KillReport says if exit is proven."""
+        return self._discard(runtime)
+
+    def _discard(self, runtime):
+        runtime.process.close_stdin()
+        if runtime.process.wait_exit(RETIRE_GRACE):
+            return runtime.process.kill_tree(0.5, RETIRE_KILL_GRACE)  # only stragglers of its group remain
+        return runtime.process.kill_tree(RETIRE_GRACE, RETIRE_KILL_GRACE)
+
+
+def _identity(effective):
+    return {k: effective[k] for k in ("provider", "model", "reasoning_effort", "speed") if effective.get(k)}

@@ -1,0 +1,58 @@
+"""Lifecycle requests: stop (with or without waiting), archive, unarchive, and the stop before removal.
+
+Layer 4. Archive is catalog metadata beside the lifecycle state: only a stopped session is
+archived, unless the request asks to stop it first through the normal ladder.
+"""
+
+from compozy import validate as v
+from compozy.clock import now_iso
+from compozy.errors import CompozyError
+from compozy.states import SessionState, StopCause
+
+STOP_FIELDS = {"wait": v.boolean()}
+LEGACY_STOP_WARNING = ("POST .../stop without an explicit wait is deprecated and will be removed in v0.5.0; "
+                       "send {\"wait\": true} or {\"wait\": false}")
+
+
+def stop(stopper, session, body):
+    """(document, status): 202 stopping, 200 outcome, 200 already stopped, or 204 for legacy callers."""
+    body = v.check_body(body, STOP_FIELDS)
+    wait = body.get("wait")
+    outcome, accepted = stopper.request(session, StopCause.USER, wait=wait is not False)
+    if not accepted:
+        return outcome, 200
+    if wait is None:
+        return {"warning": LEGACY_STOP_WARNING}, 204
+    if wait:
+        return outcome, 200
+    return {"status": SessionState.STOPPING.value, "session_id": session.id}, 202
+
+
+def stop_for(stopper, session, cause, failure_code):
+    """Stop and wait; an unverified stop refuses whatever was meant to follow."""
+    outcome, _ = stopper.request(session, cause, wait=True)
+    if not outcome.get("verified"):
+        raise CompozyError(failure_code, "the session could not be stopped with verified exit",
+                           outcome=outcome)
+    return outcome
+
+
+def archive(stopper, session, stop_first):
+    if session.document.get("archived"):
+        return session.document
+    if session.state != SessionState.STOPPED:
+        if not stop_first:
+            raise CompozyError("session_not_stopped", "only a stopped session is archived; pass stop=true "
+                               "to stop it first", state=session.state)
+        stop_for(stopper, session, StopCause.ARCHIVE, "session_archive_stop_failed")
+    with session.lock:
+        if session.state != SessionState.STOPPED:
+            raise CompozyError("session_archive_stop_failed", "the session did not stay stopped")
+        return session.save(archived=True, archived_at=now_iso())
+
+
+def unarchive(session):
+    with session.lock:
+        if not session.document.get("archived"):
+            return session.document
+        return session.save(archived=False, archived_at=None)

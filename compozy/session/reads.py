@@ -1,0 +1,69 @@
+"""Durable reads and live follows of a session's event store: events, history, streams.
+
+Layer 4. Live followers read from the in-memory feed, which only ever holds committed records,
+and fall back to the store when they fall behind; a slow viewer never blocks the agent.
+"""
+
+from compozy import validate as v
+from compozy.errors import invalid
+from compozy.ids import validate_id
+from compozy.session.replay import fold_history
+from compozy.store.eventlog import ARCHIVE_FILTERS, DEFAULT_READ_LIMIT, MAX_READ_LIMIT
+
+EVENT_FILTERS = ("after_sequence", "before_sequence", "turn_id", "type", "limit", "archive")
+KEEPALIVE_SECONDS = 20.0
+
+
+def _check_filters(query, allowed):
+    unknown = sorted(set(query) - set(allowed))
+    if unknown:
+        raise invalid(f"unknown filter(s): {', '.join(unknown)}", filters=unknown)
+
+
+def _archive(query):
+    archive = query.get("archive", "active")
+    if archive not in ARCHIVE_FILTERS:
+        raise invalid("archive must be active, archived or all", field="archive")
+    return archive
+
+
+def read_events(log, query):
+    query = dict(query or {})
+    _check_filters(query, EVENT_FILTERS)
+    after = v.query_int(query.get("after_sequence"), "after_sequence")
+    before = v.query_int(query.get("before_sequence"), "before_sequence")
+    limit = v.query_int(query.get("limit"), "limit", 1, MAX_READ_LIMIT) or DEFAULT_READ_LIMIT
+    turn_id = query.get("turn_id")
+    if turn_id is not None:
+        validate_id(turn_id, "turn", field="turn_id")
+    types = [t for t in query["type"].split(",") if t] if query.get("type") else None
+    return {"events": log.read(after_sequence=after, before_sequence=before, turn_id=turn_id, types=types,
+                               limit=limit, archive=_archive(query))}
+
+
+def read_history(log, query):
+    query = dict(query or {})
+    _check_filters(query, ("archive",))
+    return {"messages": fold_history(log.read_all(archive=_archive(query)))}
+
+
+def follow(log, feed, after, until=None, keepalive=KEEPALIVE_SECONDS):
+    """Yield committed records after `after` forever (or until `until(record)` is true);
+    None is yielded when a keepalive is due."""
+    cursor = after
+    while True:
+        records = feed.after(cursor, keepalive)
+        if records is None and log is None:  # an in-memory feed only: skip to now
+            cursor, records = feed.last_sequence, []
+        elif records is None:  # the ring no longer covers the gap: read it from the store
+            records = log.read(after_sequence=cursor, limit=MAX_READ_LIMIT)
+        if not records:
+            if feed.closed:
+                return
+            yield None
+            continue
+        for record in records:
+            cursor = record["sequence"]
+            yield record
+            if until is not None and until(record):
+                return

@@ -1,0 +1,152 @@
+"""After an unclean exit: stale states are classified truthfully, orphaned agents are stopped,
+in-flight control rows are settled, and interrupted transcripts are repaired by appending.
+
+Layer 4. Repair never truncates, deletes or resequences events.
+"""
+
+import logging
+
+from compozy import proc
+from compozy.errors import CompozyError
+from compozy.states import FailureKind, QueueStatus, RuntimeStatus, SessionState, StopReason
+
+log = logging.getLogger("compozy.repair")
+
+REPAIRABLE_REASONS = (StopReason.AGENT_CRASHED.value, StopReason.ERROR.value)
+TOOL_INTERRUPTED = "Tool call interrupted before a result was persisted."
+TURN_INTERRUPTED = "Session interrupted before a terminal prompt event was persisted."
+AGENT_HOME_MARK = "COMPOZY_AGENT_HOME"
+
+
+def stale_classification(document):
+    """(stop_reason, failure_kind, detail) for a live state found at boot, or None to keep it."""
+    state, runtime = document["state"], document.get("runtime") or {}
+    if state == SessionState.STOPPING:
+        return StopReason.AGENT_CRASHED, FailureKind.PROCESS_EXIT, "stop did not complete"
+    if state == SessionState.STARTING:
+        return StopReason.ERROR, FailureKind.STARTUP_FAILURE, "start did not complete"
+    if state != SessionState.ACTIVE:
+        return None
+    if runtime.get("process") or runtime.get("status") not in (None, RuntimeStatus.UNBOUND):
+        return StopReason.AGENT_CRASHED, FailureKind.PROCESS_EXIT, "daemon crashed while session active"
+    if runtime.get("acp_session_id"):
+        return StopReason.SHUTDOWN, None, "daemon exited while the idle session runtime was released"
+    return None  # never bound: nothing ran, nothing was lost; it stays active and unbound
+
+
+def kill_orphans(home):
+    """Agents a previous daemon on this home left behind (the home lock proves it is gone)."""
+    found = proc.find_marked(f"{AGENT_HOME_MARK}={home.root}")
+    for identity in found:
+        report = proc.kill_tree(identity, None, 2.0, 5.0)
+        log.warning("stopped orphaned agent pid %s from a previous daemon (verified=%s)", identity.pid,
+                    report.verified)
+    return len(found)
+
+
+def classify_stale(store):
+    """Boot rules for sessions left starting, active or stopping; returns the repaired IDs."""
+    changed = []
+    for document in store.catalog.documents_in_states((SessionState.STARTING, SessionState.ACTIVE,
+                                                        SessionState.STOPPING)):
+        verdict = stale_classification(document)
+        if verdict is None:
+            continue
+        reason, kind, detail = verdict
+        runtime = dict(document.get("runtime") or {}, status=RuntimeStatus.UNBOUND.value, transition="",
+                       process=None, recovery=None, effective=None)
+        document.update(state=SessionState.STOPPED.value, stop_reason=reason.value, stop_detail=detail,
+                        runtime=runtime, verified=True)
+        if kind is not None:
+            document["failure"] = {"kind": kind.value, "summary": detail}
+        store.save(document)
+        log.warning("session %s was %s at an unclean exit: stopped (%s, %s)", document["id"],
+                    verdict and document["state"], reason.value, detail)
+        changed.append(document["id"])
+    return changed
+
+
+def settle_control_rows(store):
+    """Admissions mid-bind never started; entries mid-dispatch are sent or queued again."""
+    catalog = store.catalog
+    for admission in catalog.admissions_in_state("binding"):
+        catalog.delete_admission(admission["id"])
+    for session_id in catalog.sessions_with_entries((QueueStatus.DISPATCHING,)):
+        document = store.get(session_id)
+        for entry in catalog.entries(session_id, (QueueStatus.DISPATCHING,)):
+            sent = document and any(e["type"] == "user_message" for e in
+                                    store.events(document).read(turn_id=entry["turn_id"], limit=1))
+            catalog.update_entry(entry["id"], status=QueueStatus.SENT if sent else QueueStatus.QUEUED)
+    catalog.orphan_pending_interactions()
+
+
+def last_turn_events(log_):
+    """(turn_id, its events): the last turn is the one of the newest user_message."""
+    newest = log_.read(types=["user_message"], limit=1)
+    if not newest:
+        return None, []
+    turn_id = newest[0]["turn_id"]
+    return turn_id, log_.read_all(turn_id=turn_id)
+
+
+def plan_repair(turn_id, turn_events):
+    """The appends that terminalize turn_id, or [] when it already ended."""
+    if turn_id is None or any(e["type"] in ("done", "error") for e in turn_events):
+        return []
+    finished = {e["content"].get("tool_call_id") for e in turn_events if e["type"] == "tool_result"}
+    actions = []
+    for event in turn_events:
+        tool_id = event["content"].get("tool_call_id")
+        if event["type"] == "tool_call" and not event["content"].get("update") and tool_id not in finished:
+            finished.add(tool_id)
+            actions.append({"action": "append_interrupted_tool_result", "tool_call_id": tool_id})
+    actions.append({"action": "append_terminal_error"})
+    return actions
+
+
+def apply_repair(log_, agent_name, turn_id, actions):
+    items = []
+    for action in actions:
+        if action["action"] == "append_interrupted_tool_result":
+            items.append(("tool_result", turn_id, {"tool_call_id": action["tool_call_id"], "status": "failed",
+                                                   "error": True, "interrupted": True,
+                                                   "output": TOOL_INTERRUPTED}, agent_name))
+        else:
+            items.append(("error", turn_id, {"error": TURN_INTERRUPTED, "repaired": True}, agent_name))
+    return log_.append(items)
+
+
+def repair(store, document, dry_run=False, force=False, publish=None):
+    """The append-only transcript repair, as POST .../repair and boot run it."""
+    if document["state"] != SessionState.STOPPED:
+        raise CompozyError("session_not_stopped", "repair runs on stopped sessions; stop it first")
+    if document.get("stop_reason") not in REPAIRABLE_REASONS and not force:
+        raise CompozyError("repair_requires_force", f"stop_reason {document.get('stop_reason')!r} is not "
+                           "agent_crashed or error; pass force to repair anyway")
+    log_ = store.events(document)
+    turn_id, turn_events = last_turn_events(log_)
+    actions = plan_repair(turn_id, turn_events)
+    result = {"session_id": document["id"], "dry_run": dry_run, "turn_id": turn_id, "actions": actions,
+              "issues": [] if actions else ["no_repairable_turn"], "applied": False}
+    if actions and not dry_run:
+        records = apply_repair(log_, document["agent_name"], turn_id, actions)
+        result["applied"] = True
+        result["appended_sequences"] = [r["sequence"] for r in records]
+        if publish:
+            publish(records)
+    return result
+
+
+def repair_at_boot(store):
+    repaired = []
+    for document in store.catalog.documents_in_states((SessionState.STOPPED,)):
+        if document.get("stop_reason") not in REPAIRABLE_REASONS:
+            continue
+        try:
+            if repair(store, document)["applied"]:
+                repaired.append(document["id"])
+        except Exception:  # noqa: BLE001 (one unreadable store must not stop the boot)
+            log.exception("transcript repair of %s failed", document["id"])
+    for session_id in repaired:
+        log.warning("repaired the interrupted transcript of %s by appending", session_id)
+    return repaired

@@ -1,0 +1,161 @@
+"""The verified stop ladder: active -> stopping -> stopped only when no agent process survives.
+
+Layer 4. Cooperative first (ACP session/cancel, then stdin closed) for session.stop.cooperative_grace,
+then SIGTERM+SIGCONT to the group (5 s), then SIGKILL (5 s), all on monotonic deadlines. Exit is
+proven by PID plus start time; when it cannot be, the session stays stopping with attention.
+"""
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from compozy import proc
+from compozy.clock import monotonic, now_iso
+from compozy.errors import CompozyError
+from compozy.states import (STOP_REASON_BY_CAUSE, Attention, RuntimeStatus, SessionState, StopCause)
+
+log = logging.getLogger("compozy.stop")
+
+TERM_GRACE = 5.0
+KILL_GRACE = 5.0
+WORKER_SETTLE = 5.0
+STOP_DETAILS = {StopCause.INACTIVITY: "inactivity", StopCause.SHUTDOWN: "daemon shutdown",
+                StopCause.PROMPT_DEADLINE: "prompt deadline", StopCause.REMOVAL: "removed",
+                StopCause.ARCHIVE: "stopped to archive", StopCause.USER: "stop requested"}
+
+
+@dataclass
+class StopOperation:
+    cause: StopCause
+    detail: str | None = None
+    started: float = field(default_factory=monotonic)
+    done: threading.Event = field(default_factory=threading.Event)
+    outcome: dict | None = None
+
+
+class Stopper:
+    def __init__(self, services, worker):
+        self.services, self.worker = services, worker
+
+    def request(self, session, cause, wait, detail=None):
+        """(outcome, accepted_now): an already stopped session answers without a new operation."""
+        with session.lock:
+            document = session.document
+            if document["state"] == SessionState.STOPPED:
+                return self.already_stopped(document), False
+            operation = session.stop_operation
+            if operation is None:
+                operation = session.stop_operation = StopOperation(StopCause(cause), detail)
+                if document["state"] != SessionState.STOPPING:
+                    session.change_state(SessionState.STOPPING)  # active|starting -> stopping
+                threading.Thread(target=self._run, args=(session, operation), name=f"stop-{session.id}",
+                                 daemon=True).start()
+        if wait:
+            operation.done.wait()
+            return operation.outcome, True
+        return None, True
+
+    @staticmethod
+    def already_stopped(document):
+        return {"state": SessionState.STOPPED.value, "verified": document.get("verified") is not False,
+                "escalated": bool(document.get("escalated")), "stop_cause": None, "phase": "already_stopped",
+                "stopped_after": 0.0}
+
+    def _run(self, session, operation):
+        try:
+            outcome = self._ladder(session, operation)
+        except Exception:  # noqa: BLE001 (an unverified outcome is the honest answer)
+            log.exception("session %s: stop failed unexpectedly", session.id)
+            outcome = self._unverified(session, operation, "internal error", escalated=False)
+        operation.outcome = outcome
+        with session.lock:
+            session.stop_operation = None
+        operation.done.set()
+
+    def _ladder(self, session, operation):
+        deadline = operation.started + self.services.config["session.stop.cooperative_grace"]
+        turn = session.turn
+        if turn is not None and not turn.bound.is_set():
+            turn.bound.wait(max(0.0, deadline - monotonic()))  # let in-flight prompt setup finish first
+        if session.turn is not None:
+            self.worker.cancel(session, "stopped")
+        runtime = session.runtime
+        if runtime is not None and runtime.process.spawn is not None:
+            report = self._stop_process(session, runtime, deadline)
+        else:
+            report = self._stop_recorded(session)
+        self._settle_worker(session)
+        if report is not None and not report.verified:
+            return self._unverified(session, operation, _survivors(report), escalated=report.escalated)
+        return self._stopped(session, operation, escalated=bool(report and report.escalated),
+                             phase=_phase(report))
+
+    def _stop_process(self, session, runtime, deadline):
+        turn = session.turn
+        if turn is not None:
+            turn.ended.wait(max(0.0, deadline - monotonic()))
+        runtime.process.close_stdin()
+        exited = runtime.process.wait_exit(max(0.0, deadline - monotonic()))
+        # Even after a cooperative exit, stragglers of its group or descendants must be proven gone.
+        return runtime.process.kill_tree(0.5 if exited else TERM_GRACE, KILL_GRACE)
+
+    def _stop_recorded(self, session):
+        """A process recorded by an earlier attempt or daemon: prove it gone by identity."""
+        identity = proc.ProcessIdentity.from_dict((session.document.get("runtime") or {}).get("process") or {})
+        if identity is None:
+            return None
+        if not proc.is_alive(identity) and not proc.find_related(identity):
+            return None
+        return proc.kill_tree(identity, None, TERM_GRACE, KILL_GRACE)
+
+    def _settle_worker(self, session):
+        turn = session.turn
+        if turn is not None:
+            turn.wake.set()
+            turn.ended.wait(WORKER_SETTLE)
+
+    def _stopped(self, session, operation, escalated, phase):
+        cause = operation.cause
+        reason = STOP_REASON_BY_CAUSE[cause]
+        detail = operation.detail or STOP_DETAILS.get(cause)
+        with session.lock:
+            session.runtime = None
+            runtime = dict(session.document["runtime"], status=RuntimeStatus.UNBOUND.value, transition="",
+                           process=None, recovery=None, effective=None)
+            if cause == StopCause.INACTIVITY:
+                session.append_event("session.supervision_stopped", {"cause": cause.value, "verified": True})
+            session.append_event("session_stopped", {"stop_reason": reason.value, "stop_detail": detail,
+                                                     "stop_cause": cause.value, "escalated": escalated,
+                                                     "failure": session.document.get("failure")})
+            session.change_state(SessionState.STOPPED, stop_reason=reason.value, stop_detail=detail,
+                                 verified=True, escalated=escalated, attention=None, runtime=runtime,
+                                 stopped_at=now_iso())
+        log.info("session %s stopped (%s, %s, escalated=%s)", session.id, reason.value, detail, escalated)
+        return {"state": SessionState.STOPPED.value, "verified": True, "escalated": escalated,
+                "stop_cause": cause.value, "phase": phase,
+                "stopped_after": round(monotonic() - operation.started, 3)}
+
+    def _unverified(self, session, operation, survivors, escalated):
+        log.error("session %s: stop could not prove exit (%s)", session.id, survivors)
+        session.save(attention=Attention.STOP_VERIFICATION_FAILED.value, verified=False, escalated=True)
+        session.append_event("runtime_warning", {"text": f"stop could not verify process exit: {survivors}",
+                                                 "attention": Attention.STOP_VERIFICATION_FAILED.value})
+        return {"state": SessionState.STOPPING.value, "verified": False, "escalated": True,
+                "stop_cause": operation.cause.value, "phase": "unverified",
+                "attention": Attention.STOP_VERIFICATION_FAILED.value,
+                "stopped_after": round(monotonic() - operation.started, 3)}
+
+
+def _phase(report):
+    if report is None or report.phase == "already_exited":
+        return "cooperative"
+    return {"term": "force", "kill": "kill"}.get(report.phase, report.phase)
+
+
+def _survivors(report):
+    return ", ".join(f"pid {s.pid}" for s in report.survivors) or "exit not proven"
+
+
+def require_verified(outcome, code, message):
+    if outcome is not None and not outcome.get("verified"):
+        raise CompozyError(code, message, outcome=outcome)

@@ -1,0 +1,165 @@
+"""Supervision: one APScheduler sweeper owns every timer over live sessions.
+
+Layer 4 (the only module that imports APScheduler). Each tick evaluates, from in-memory state
+rebuilt at boot: cancel escalation, recovery backoff, the silence watchdog, the prompt budget,
+runtime_progress events, permission timeouts and idle runtime release. Nothing here is persisted
+as a keep-alive flag.
+"""
+
+import logging
+import threading
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from compozy.clock import iso_from_epoch, monotonic, wall
+from compozy.states import MarkerKind, RuntimeStatus, SessionState, StopCause
+
+log = logging.getLogger("compozy.supervision")
+
+SWEEP_SECONDS = 0.25
+
+
+def supervision_view(session):
+    """supervision.work_signals, .sources and .quiet_warning for session reads."""
+    turn = session.turn
+    config = session.services.config
+    signals = []
+    if turn is not None:
+        quiet = monotonic() - turn.last_progress
+        if quiet < max(config["session.supervision.quiet_after"], SWEEP_SECONDS * 4) or turn.phase != "prompting":
+            signals.append({"kind": "agent_progress", "turn_id": turn.id,
+                            "last_progress_at": iso_from_epoch(wall() - quiet)})
+        for tool_id in sorted(t for t in turn.open_tools if t):
+            signals.append({"kind": "running_tool", "tool_call_id": tool_id})
+        if turn.pending_permissions:
+            signals.append({"kind": "pending_permission", "count": turn.pending_permissions})
+    children = [c for c in _live_children(session) if c.turn is not None]
+    signals += [{"kind": "active_child", "session_id": c.id} for c in children]
+    return {"work_signals": signals, "sources": {"agent": "ok", "tools": "ok", "children": "ok"},
+            "quiet_warning": turn.quiet_warning if turn is not None else None}
+
+
+def _live_children(session):
+    registry = session.services.live_sessions
+    sessions = registry() if registry else []
+    return [s for s in sessions if (s.document.get("lineage") or {}).get("parent_session_id") == session.id]
+
+
+class Supervisor:
+    def __init__(self, services, worker, stopper, binder, requests, live_sessions):
+        self.services, self.worker, self.stopper = services, worker, stopper
+        self.binder, self.requests, self.live_sessions = binder, requests, live_sessions
+        self.scheduler = None
+
+    def start(self):
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)  # it logs every run of the sweep at INFO
+        self.scheduler = BackgroundScheduler(daemon=True, job_defaults={"coalesce": True, "max_instances": 1,
+                                                                        "misfire_grace_time": 5})
+        self.scheduler.add_job(self.sweep, "interval", seconds=SWEEP_SECONDS, id="sweep")
+        self.scheduler.start()
+        return self
+
+    def shutdown(self):
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=False)
+            self.scheduler = None
+
+    def sweep(self):
+        now = monotonic()
+        for session in self.live_sessions():
+            try:
+                self.tick(session, now)
+            except Exception:  # noqa: BLE001 (one session's trouble must not stop the others' timers)
+                log.exception("supervision of %s failed", session.id)
+
+    def tick(self, session, now):
+        config = self.services.config
+        turn = session.turn
+        if turn is not None and not turn.finished:
+            self._turn_timers(session, turn, now, config)
+        self.requests.expire(session, config["permissions.timeout"])
+        if turn is None:
+            self._idle_release(session, now, config["session.supervision.idle_release_after"])
+
+    def _turn_timers(self, session, turn, now, config):
+        if turn.cancel_deadline is not None and now >= turn.cancel_deadline and not turn.escalate \
+                and session.stop_operation is None:
+            turn.escalate = True  # the agent ignored session/cancel for the whole grace
+            turn.wake.set()
+        if turn.recovery_due is not None and now >= turn.recovery_due:
+            turn.recovery_ready = True
+            turn.wake.set()
+        self._watchdog(session, turn, now, config)
+        budget = config["session.supervision.prompt_deadline"]
+        if budget and now - turn.started_at >= budget and not turn.deadline_hit and turn.phase == "prompting":
+            turn.deadline_hit = True
+            session.marker(MarkerKind.PROMPT_TIMEOUT, f"prompt budget of {budget:g}s used up", turn.id)
+            self.worker.cancel(session, "prompt_deadline")
+        interval = config["session.supervision.progress_notify_interval"]
+        if interval and now - turn.last_progress_event >= interval and turn.phase == "prompting":
+            turn.last_progress_event = now
+            session.append_event("runtime_progress", {
+                "text": f"working for {now - turn.started_at:.0f}s",
+                "runtime": {"turn_id": turn.id, "elapsed_seconds": round(now - turn.started_at, 1),
+                            "idle_seconds": round(now - turn.last_progress, 1),
+                            "last_activity_at": session.activity.get("last_activity_at"),
+                            "current_tools": sorted(t for t in turn.open_tools if t)}}, turn.id)
+
+    def _watchdog(self, session, turn, now, config):
+        """Silence accrues only while the agent owes the turn work; any progress clears the warning."""
+        quiet_after, stop_grace = config["session.supervision.quiet_after"], config["session.supervision.stop_grace"]
+        if not quiet_after:
+            return
+        silence = now - turn.last_progress if turn.waiting_on_agent else 0.0
+        if silence < quiet_after:
+            turn.quiet_warning = None
+            return
+        if turn.quiet_warning is None:
+            turn.quiet_warning = {"turn_id": turn.id, "since": iso_from_epoch(wall() - silence + quiet_after),
+                                  "quiet_after_seconds": quiet_after}
+            session.append_event("session.supervision_warning", {
+                "turn_id": turn.id, "silence_seconds": round(silence, 1),
+                "text": f"Working for {(now - turn.started_at) / 60:.0f}m · quiet for {silence / 60:.0f}m"}, turn.id)
+            return
+        if stop_grace and silence >= quiet_after + stop_grace and session.stop_operation is None:
+            log.warning("session %s: silent for %.0fs; stopping (inactivity)", session.id, silence)
+            self.stopper.request(session, StopCause.INACTIVITY, wait=False)
+
+    def _idle_release(self, session, now, release_after):
+        runtime = session.runtime
+        if not release_after or runtime is None or not runtime.alive or not runtime.supports_load:
+            return
+        if session.idle_since is None or now - session.idle_since < release_after:
+            return
+        if session.permissions or session.stop_operation is not None or getattr(session, "releasing", False) \
+                or self.services.catalog.count_entries(session.id) or _live_children(session):
+            return
+        if session.document["state"] != SessionState.ACTIVE:
+            return
+        session.releasing = True
+        threading.Thread(target=self._release, args=(session, runtime), name=f"release-{session.id}",
+                         daemon=True).start()
+
+    def _release(self, session, runtime):
+        """Silently stop an idle agent; the session stays active and the next prompt binds again."""
+        try:
+            with session.lock:
+                if session.turn is not None or session.runtime is not runtime:
+                    return
+                runtime.released = True
+                session.runtime = None  # detached first: a prompt arriving now binds a new process
+                session.update_runtime(status=RuntimeStatus.UNBOUND, transition="")
+            report = self.binder.stop_process(runtime)
+            with session.lock:
+                recorded = (session.document["runtime"].get("process") or {}).get("pid")
+                if report.verified and recorded == runtime.process.pid:
+                    session.update_runtime(process=None)  # identity kept until exit is proven
+            if report.verified:
+                log.info("session %s: idle agent released (acp session %s kept)", session.id, runtime.acp_session_id)
+            else:
+                log.error("session %s: idle release could not prove exit of pid %s", session.id, runtime.process.pid)
+        finally:
+            session.releasing = False
+
+
+__all__ = ["Supervisor", "supervision_view", "SWEEP_SECONDS"]
