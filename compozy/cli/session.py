@@ -31,9 +31,10 @@ def scoped(obj, session_id, *rest):
 @click.option("--parent", "parent_session_id", help="parent session ID (provenance lineage)")
 @click.option("--lineage-kind", type=click.Choice(["provenance", "recovery"]), help="with --parent only")
 @click.option("--type", "session_type", type=click.Choice(["user", "system", "coordinator"]), help="session type")
+@click.option("-q", "--quiet", is_flag=True, help="print only the new session's ID")
 @output_option()
 @click.pass_obj
-def new(obj, agent_name, cwd, workspace, name, parent_session_id, lineage_kind, session_type, output):
+def new(obj, agent_name, cwd, workspace, name, parent_session_id, lineage_kind, session_type, quiet, output):
     """Create a durable session (active, no agent process until the first prompt)."""
     body = {"agent_name": agent_name, "name": name, "parent_session_id": parent_session_id,
             "lineage_kind": lineage_kind, "type": session_type}
@@ -42,7 +43,7 @@ def new(obj, agent_name, cwd, workspace, name, parent_session_id, lineage_kind, 
     if cwd or not workspace:
         body["workspace_path"] = os.path.abspath(cwd or os.getcwd())
     _, document = obj.client.call("POST", "/api/sessions", {k: v for k, v in body.items() if v is not None})
-    emit(document, output, lambda d: session_block(d["session"]))
+    emit(document, output, lambda d: d["session"]["id"] if quiet else session_block(d["session"]))
 
 
 @session.command("list")
