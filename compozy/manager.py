@@ -163,10 +163,10 @@ class SessionManager:
         session = self._session(session_id, workspace)
         if session.state in LIVE_STATES:
             lifecycle.stop_for(self.stopper, session, StopCause.REMOVAL, "stop_unverified")
+        self.store.remove(session.document)  # raises with the session whole when it cannot remove it
         with self._live_lock:
             self.live.pop(session.id, None)
         session.close()
-        self.store.remove(session.document)
         self._catalog_changed("deleted", session.document)
         return {"removed": {"session_id": session.id, "workspace_id": session.document["workspace_id"]}}
 
@@ -324,10 +324,9 @@ class SessionManager:
 
     def _list_row(self, document):
         live = self.live.get(document["id"])
-        if live is not None:
-            document = live.document
-        return serialize.session_resource(document, live.overlay() if live else None,
-                                          (document.get("fences") or {}).get("max_sequence", 0))
+        if live is None:
+            return serialize.session_resource(document, None, (document.get("fences") or {}).get("max_sequence", 0))
+        return serialize.session_resource(live.document, live.overlay(), live.log.last_sequence())
 
     def _resource(self, document, precise=False):
         live = self.live.get(document["id"])

@@ -197,6 +197,7 @@ class AgentProcess:
                     return
                 self.spawn.send(data)
             except (BrokenPipeError, OSError, ValueError):
+                _close(self.spawn.proc.stdin)
                 return  # the agent is gone; the stdout reader reports the exit
 
     # -- JSON-RPC in ---------------------------------------------------------------------
@@ -212,6 +213,7 @@ class AgentProcess:
             for issue in splitter.finish():
                 self._safely(self.handler.on_issue, issue)
         finally:
+            _close(self.spawn.proc.stdout)
             self._on_stdout_closed()
 
     def _dispatch_lines(self, lines):
@@ -270,6 +272,7 @@ class AgentProcess:
             log.warning("%s closed stdout but pid %s is still running", self.label, self.pid)
         for call in pending:
             call.resolve(error=AgentExited(f"{self.label} exited before answering {call.method}"))
+        self._outbox.put(None)  # lets the stdin writer close its pipe and finish
         self._safely(self.handler.on_exit, self)
 
     def _drain_stderr(self):
@@ -280,9 +283,17 @@ class AgentProcess:
             except OSError:
                 return
             if not data:
+                _close(self.spawn.proc.stderr)
                 return
             with self._stderr_lock:
                 self._stderr.append(data)
                 self._stderr_size += len(data)
                 while self._stderr_size > STDERR_RING_BYTES and len(self._stderr) > 1:
                     self._stderr_size -= len(self._stderr.popleft())
+
+
+def _close(pipe):
+    try:
+        pipe.close()
+    except (OSError, ValueError):
+        pass

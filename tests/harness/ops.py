@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from compozy.client import path_of
 
+STREAM = "STREAM"  # POST with Accept: text/event-stream, collected
+
 
 @dataclass(frozen=True)
 class Op:
@@ -45,6 +47,33 @@ def _create_session_cli(args):
 
 def _list_query(args):
     return {k: v for k, v in args.items() if v is not None}
+
+
+def _runtime_flags(runtime):
+    argv = flags(runtime or {}, {"provider": "--provider", "model": "--model",
+                                 "reasoning_effort": "--reasoning-effort", "speed": "--speed"})
+    for option in (runtime or {}).get("acp_options", []):
+        if "bool_value" in option:
+            argv += ["--acp-toggle", f"{option['id']}={'true' if option['bool_value'] else 'false'}"]
+        else:
+            argv += ["--acp-option", f"{option['id']}={option['value_id']}"]
+    return argv
+
+
+def _prompt_cli(args, detach=True):
+    argv = ["session", "prompt", args["session"], args["message"]] + _runtime_flags(args.get("runtime"))
+    argv += flags(args, {"mode": "--mode", "expected_turn_id": "--expected-turn-id", "message_id": "--message-id",
+                         "idempotency_key": "--idempotency-key"})
+    return argv + (["--detach"] if detach else [])
+
+
+def _body(args, *names):
+    return {k: args[k] for k in names if k in args}
+
+
+def _session_call(method):
+    """(manager, args) -> manager.method(session, workspace, ...) for scoped operations."""
+    return lambda m, a: getattr(m, method)(a["session"], a.get("workspace"))
 
 
 OPS = {
@@ -100,4 +129,103 @@ OPS = {
         http=lambda a: ("DELETE", scoped_path(a), None, None),
         cli=lambda a: ["session", "remove", a["session"]], cli_command="session remove",
         unwrap="removed", scoped=True),
+    "session.prompt": Op(
+        call=lambda m, a: m.prompt(a.pop("session"), a.pop("workspace", None), a),
+        http=lambda a: ("POST", scoped_path(a, "prompt"), None, a),
+        cli=_prompt_cli, cli_command="session prompt", unwrap="prompt", scoped=True),
+    "session.prompt.stream": Op(
+        call=lambda m, a: collect(m.prompt_stream(a.pop("session"), a.pop("workspace", None), a)),
+        http=lambda a: (STREAM, scoped_path(a, "prompt"), None, a),
+        cli=lambda a: _prompt_cli(a, detach=False) + ["-o", "json"], cli_command="session prompt", scoped=True),
+    "session.cancel": Op(
+        call=lambda m, a: m.cancel_turn(a["session"], a.get("workspace"), {}),
+        http=lambda a: ("POST", scoped_path(a, "prompt", "cancel"), None, {}),
+        cli=lambda a: ["session", "cancel", a["session"]], cli_command="session cancel", unwrap="cancel",
+        scoped=True),
+    "session.input.list": Op(
+        call=_session_call("list_inputs"),
+        http=lambda a: ("GET", scoped_path(a, "prompt", "queue"), None, None),
+        cli=lambda a: ["session", "input", "list", a["session"]], cli_command="session input list", scoped=True),
+    "session.input.edit": Op(
+        call=lambda m, a: m.edit_input(a.pop("session"), a.pop("workspace", None), a.pop("entry"), a),
+        http=lambda a: ("PUT", scoped_path(a, "prompt", "queue", a.pop("entry")), None, a),
+        cli=lambda a: ["session", "input", "edit", a["session"], a["entry"], a["message"]]
+        + flags(a, {"message_id": "--message-id", "idempotency_key": "--idempotency-key"}),
+        cli_command="session input edit", scoped=True),
+    "session.input.steer": Op(
+        call=lambda m, a: m.steer_input(a.pop("session"), a.pop("workspace", None), a.pop("entry"), a),
+        http=lambda a: ("POST", scoped_path(a, "prompt", "queue", a.pop("entry"), "steer"), None, a),
+        cli=lambda a: ["session", "input", "steer", a["session"], a["entry"]] + ([a["message"]] if "message" in a else [])
+        + flags(a, {"expected_turn_id": "--expected-turn-id", "message_id": "--message-id",
+                    "idempotency_key": "--idempotency-key"}),
+        cli_command="session input steer", unwrap="prompt", scoped=True),
+    "session.input.cancel": Op(
+        call=lambda m, a: m.cancel_input(a["session"], a.get("workspace"), a["entry"]),
+        http=lambda a: ("DELETE", scoped_path(a, "prompt", "queue", a.pop("entry")), None, None),
+        cli=lambda a: ["session", "input", "cancel", a["session"], a["entry"]], cli_command="session input cancel",
+        unwrap="entry", scoped=True),
+    "session.runtime.set": Op(
+        call=lambda m, a: m.set_runtime(a.pop("session"), a.pop("workspace", None), a),
+        http=lambda a: ("PUT", scoped_path(a, "runtime"), None, a),
+        cli=lambda a: ["session", "runtime", "set", a["session"]] + _runtime_flags(a.get("runtime"))
+        + flags(a, {"expected_revision": "--expected-revision"}),
+        cli_command="session runtime set", unwrap="session", scoped=True),
+    "session.runtime.clear": Op(
+        call=lambda m, a: m.clear_runtime(a["session"], a.get("workspace"), a.get("expected_revision")),
+        http=lambda a: ("DELETE", scoped_path(a, "runtime"), _body(a, "expected_revision"), None),
+        cli=lambda a: ["session", "runtime", "clear", a["session"]]
+        + flags(a, {"expected_revision": "--expected-revision"}),
+        cli_command="session runtime clear", unwrap="session", scoped=True),
+    "session.approve": Op(
+        call=lambda m, a: m.approve(a.pop("session"), a.pop("workspace", None), a),
+        http=lambda a: ("POST", scoped_path(a, "approve"), None, a),
+        cli=lambda a: ["session", "approve", a["session"], a["request_id"]] + flags(a, {"decision": "--decision"}),
+        cli_command="session approve", unwrap="permission", scoped=True),
+    "session.stop": Op(
+        call=lambda m, a: _first(m.stop_session(a.pop("session"), a.pop("workspace", None), a)),
+        http=lambda a: ("POST", scoped_path(a, "stop"), None, a),
+        cli=lambda a: ["session", "stop", a["session"]] + (["--wait"] if a.get("wait") else []),
+        cli_command="session stop", scoped=True),
+    "session.archive": Op(
+        call=lambda m, a: m.archive_session(a["session"], a.get("workspace"), a.get("stop", False)),
+        http=lambda a: ("POST", scoped_path(a, "archive"), {"stop": "true"} if a.get("stop") else None, None),
+        cli=lambda a: ["session", "archive", a["session"]] + (["--stop"] if a.get("stop") else []),
+        cli_command="session archive", unwrap="session", scoped=True),
+    "session.unarchive": Op(
+        call=_session_call("unarchive_session"),
+        http=lambda a: ("POST", scoped_path(a, "unarchive"), None, None),
+        cli=lambda a: ["session", "unarchive", a["session"]], cli_command="session unarchive", unwrap="session",
+        scoped=True),
+    "session.repair": Op(
+        call=lambda m, a: m.repair_session(a.pop("session"), a.pop("workspace", None), a),
+        http=lambda a: ("POST", scoped_path(a, "repair"), None, a),
+        cli=lambda a: ["session", "repair", a["session"]] + flags(a, {"dry_run": "--dry-run", "force": "--force"}),
+        cli_command="session repair", unwrap="repair", scoped=True),
+    "session.events": Op(
+        call=lambda m, a: m.events(a.pop("session"), a.pop("workspace", None), {k: str(v) for k, v in a.items()}),
+        http=lambda a: ("GET", scoped_path(a, "events"), a or None, None),
+        cli=lambda a: ["session", "events", a["session"]] + flags(a, {
+            "limit": "--last", "after_sequence": "--after", "before_sequence": "--before", "turn_id": "--turn",
+            "type": "--type", "archive": "--archive"}),
+        cli_command="session events", scoped=True),
+    "session.history": Op(
+        call=lambda m, a: m.history(a.pop("session"), a.pop("workspace", None), a),
+        http=lambda a: ("GET", scoped_path(a, "history"), a or None, None),
+        cli=lambda a: ["session", "history", a["session"]] + flags(a, {"archive": "--archive"}),
+        cli_command="session history", scoped=True),
 }
+
+
+def _first(result):
+    return result[0] if isinstance(result, tuple) else result
+
+
+def collect(pairs):
+    """The streaming form collected: the admission plus the turn's records."""
+    admission, events = None, []
+    for event, data in pairs:
+        if event == "prompt":
+            admission = data
+        elif event is not None:
+            events.append(data)
+    return {"prompt": admission, "terminal_event": events[-1] if events else None}

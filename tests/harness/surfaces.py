@@ -16,7 +16,8 @@ from compozy.manager import SessionManager
 from compozy.paths import Home
 
 from tests.harness.daemon import ENTRY, test_environment
-from tests.harness.ops import OPS
+from tests.harness.ops import OPS, STREAM
+from tests.harness.ops import collect
 
 CLI_TIMEOUT = 120
 
@@ -98,7 +99,10 @@ class HttpSurface:
             if op.scoped and "workspace" not in args:
                 args["workspace"] = self._workspace_of(args["session"])
             method, path, query, body = op.http(args)
-            status, document = self.client.call(method, path, body=body, query=query)
+            if method == STREAM:
+                status, document = 200, collect(self.client.stream("POST", path, body=body, query=query))
+            else:
+                status, document = self.client.call(method, path, body=body, query=query)
         except CompozyError as exc:
             return Outcome(error=exc.code, message=exc.message, document=getattr(exc, "body", None),
                            http_status=getattr(exc, "http_status", None))

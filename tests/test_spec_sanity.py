@@ -1,0 +1,99 @@
+"""The scenario suite lints itself: valid files, unique ids, and nothing left uncovered."""
+
+import re
+
+import click
+import pytest
+
+from compozy.cli.main import cli
+from compozy.http.app import all_routes
+from compozy.states import TRANSITIONS
+from tests.harness.ops import OPS
+from tests.harness.scenario import (EXPECT_KEYS, STEP_KEYS, SURFACES, TOP_KEYS, all_scenarios, strip_lines)
+
+SCENARIOS = all_scenarios()
+# Exercised by dedicated tests instead of scenarios, each for the reason given.
+ROUTES_TESTED_ELSEWHERE = {
+    "daemon.health": "tests/test_daemon.py polls it to know the daemon is ready",
+    "daemon.openapi": "tests/test_openapi.py checks the document against the route table",
+    "session.stream": "tests/test_streams.py follows SSE with real viewers, resume and keepalive",
+    "session.catalog_stream": "tests/test_streams.py follows catalog changes",
+}
+CLI_TESTED_ELSEWHERE = {
+    "daemon run": "tests/test_daemon.py starts the real daemon in the foreground",
+    "daemon start": "tests/test_daemon.py starts it in the background and waits for ready",
+    "daemon stop": "tests/test_daemon.py stops it gracefully",
+    "daemon status": "tests/test_daemon.py reads it while running and after stop",
+    "agent reference": "every scenario launches the reference agent through the daemon",
+}
+
+
+def _commands(group, prefix=""):
+    for name, command in group.commands.items():
+        path = f"{prefix} {name}".strip()
+        if isinstance(command, click.Group):
+            yield from _commands(command, path)
+        else:
+            yield path, command
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id or str(s.path))
+def test_scenario_file_is_well_formed(scenario):
+    data = scenario.data
+    assert set(data) - {"__line__"} <= TOP_KEYS, f"{scenario.path}: unknown keys {set(data) - TOP_KEYS}"
+    assert scenario.id == scenario.path.stem, f"{scenario.path}: id must equal the file name"
+    description = data.get("description", "")
+    assert 0 < len(description) < 100 and not re.search(r"\bshould\b", description), scenario.path
+    assert data.get("covers"), f"{scenario.path}: covers is empty"
+    assert set(scenario.surfaces) <= set(SURFACES)
+    if scenario.skip:
+        assert scenario.skip.get("reason"), f"{scenario.path}: a skip needs a reason"
+    for step in (data.get("steps") or []) + (data.get("finally") or []):
+        _check_step(scenario, step)
+
+
+def _check_step(scenario, step):
+    where = f"{scenario.path}:{step.get('__line__')}"
+    kinds = [k for k in STEP_KEYS if k in step]
+    assert len(kinds) == 1, f"{where}: a step has exactly one kind, got {kinds}"
+    assert set(step) - {"__line__"} <= STEP_KEYS[kinds[0]], f"{where}: unknown step keys"
+    if "surfaces" in step:
+        assert step.get("note"), f"{where}: a step limited to some surfaces needs a note saying why"
+    if kinds[0] == "do":
+        assert step["do"] in OPS, f"{where}: unknown op {step['do']}"
+        assert set(strip_lines(step.get("expect") or {})) <= EXPECT_KEYS, f"{where}: unknown expect keys"
+
+
+def test_scenario_ids_are_unique():
+    ids = [s.id for s in SCENARIOS]
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1]
+
+
+def _covered():
+    return {item for scenario in SCENARIOS for item in scenario.data.get("covers") or []}
+
+
+def test_every_operation_has_a_scenario():
+    assert set(OPS) - _covered() == set()
+
+
+def test_every_route_has_a_scenario_or_a_dedicated_test():
+    missing = {r.op for r in all_routes()} - _covered() - set(ROUTES_TESTED_ELSEWHERE)
+    assert missing == set()
+
+
+def test_every_cli_command_has_a_scenario_or_a_dedicated_test():
+    covered_ops = _covered()
+    exercised = {op.cli_command for name, op in OPS.items() if name in covered_ops}
+    missing = {path for path, _ in _commands(cli)} - exercised - set(CLI_TESTED_ELSEWHERE)
+    assert missing == set()
+
+
+def test_every_lifecycle_transition_has_a_scenario():
+    edges = {f"{a.value}->{b.value}" for a, b in TRANSITIONS}
+    assert edges - _covered() == set()
+
+
+def test_every_cli_command_has_help():
+    for path, command in _commands(cli):
+        assert command.help, f"compozy {path} has no help text"
