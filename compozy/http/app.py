@@ -60,7 +60,9 @@ def _adapter(manager, view, route):
             return result
         body, status = result if isinstance(result, tuple) else (result, route.success)
         if status == 204:
-            return Response(status=204)
+            warning = body.get("warning") if isinstance(body, dict) else None
+            headers = {"Deprecation": "true", "Warning": f'299 compozy "{warning}"'} if warning else {}
+            return Response(status=204, headers=headers)
         return jsonify(body), status
     handle.__name__ = route.op
     return handle

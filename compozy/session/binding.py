@@ -9,7 +9,7 @@ import logging
 
 from compozy.errors import CompozyError
 from compozy.session.live import RuntimeEvents
-from compozy.session.runtime import BindFailure, configure, launch, open_session, routes_for
+from compozy.session.runtime import BindFailure, configure, launch, needs_configuration, open_session, routes_for
 from compozy.states import MarkerKind, RuntimeStatus, RuntimeTransition
 
 log = logging.getLogger("compozy.binding")
@@ -45,6 +45,8 @@ class Binder:
         return self._start(session, routes, transition, allow_load=True)
 
     def _reconfigure(self, session, runtime, target):
+        if not needs_configuration(runtime, target):
+            return  # the warm path: nothing to change, nothing to write
         session.update_runtime(status=RuntimeStatus.RECONFIGURING, transition=RuntimeTransition.LIVE_CONFIGURATION)
         try:
             configure(runtime, target)

@@ -110,7 +110,7 @@ class Recovery:
         """The agent died while idle (not released, not stopped): record a failure, keep the session."""
         with session.lock:
             if session.runtime is not runtime or session.turn is not None or session.stop_operation is not None \
-                    or getattr(runtime, "released", False):
+                    or runtime.released:
                 return
             session.runtime = None
         error = exit_summary(runtime)

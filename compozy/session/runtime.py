@@ -86,6 +86,7 @@ class Runtime:
         self.config_options, self.legacy_models = [], None
         self.effective = {"provider": provider.name}
         self.loading = False
+        self.released = False
 
     @property
     def alive(self):
@@ -107,8 +108,10 @@ def launch(provider, session_id, cwd, handler, agent_home):
     """Spawn the provider's command and run the initialize handshake."""
     marker = f"COMPOZY_AGENT_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
-    env = child_environment({**provider.env, "COMPOZY_SESSION_ID": session_id, name: value,
-                             "COMPOZY_AGENT_HOME": agent_home})
+    # COMPOZY_HOME lets the built-in agent keep its state beside the daemon's; the marker and
+    # COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
+    env = child_environment({"COMPOZY_HOME": agent_home, **provider.env, "COMPOZY_SESSION_ID": session_id,
+                             name: value, "COMPOZY_AGENT_HOME": agent_home})
     process = AgentProcess(provider.command, cwd, env, handler, marker=marker, label=f"{session_id}/{provider.name}")
     try:
         process.start()
@@ -162,6 +165,15 @@ def open_session(runtime, cwd, load_id=None):
     runtime.acp_session_id = result["sessionId"]
     _take_options(runtime, result)
     return False
+
+
+def needs_configuration(runtime, target):
+    """True when some requested field or option differs from the agent's current value."""
+    for name in ("model", "reasoning_effort", "speed"):
+        if target.get(name) and runtime.effective.get(name) != target[name]:
+            return True
+    current = {o.get("id"): o.get("currentValue") for o in runtime.config_options}
+    return any(current.get(o["id"]) != o.get("value_id", o.get("bool_value")) for o in target.get("acp_options", []))
 
 
 def configure(runtime, target):

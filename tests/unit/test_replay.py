@@ -1,0 +1,62 @@
+"""Bounded replay and history folding: pure functions over event records."""
+
+import json
+
+from compozy.config import from_document
+from compozy.session.replay import bounded, compose, fold_history, replay_prompt
+
+
+def _event(sequence, kind, text, turn, **extra):
+    return {"id": f"evt{sequence}", "sequence": sequence, "type": kind, "turn_id": turn,
+            "content": {"text": text, **extra}, "timestamp": f"t{sequence}"}
+
+
+def _conversation(turns, size=10):
+    events, sequence = [], 0
+    for number in range(turns):
+        for kind, text in (("user_message", f"question {number} " + "q" * size),
+                           ("agent_message", f"answer {number} " + "a" * size)):
+            sequence += 1
+            events.append(_event(sequence, kind, text, f"turn{number}"))
+    return events
+
+
+def test_history_folds_an_answer_s_chunks_into_one_message():
+    events = [_event(1, "user_message", "hi", "t1", message_id="m1"), _event(2, "agent_message", "he", "t1"),
+              _event(3, "agent_message", "llo", "t1"), _event(4, "done", "", "t1")]
+    messages = fold_history(events)
+    assert [(m["role"], m["text"]) for m in messages] == [("user", "hi"), ("assistant", "hello")]
+    assert messages[0]["message_id"] == "m1"
+
+
+def test_a_small_transcript_is_carried_whole():
+    entries, omitted = bounded(fold_history(_conversation(3)), 131072, 16384)
+    assert omitted == 0 and len(entries) == 6
+
+
+def test_the_bound_is_hard_and_keeps_the_first_user_message_and_newest_messages():
+    messages = fold_history(_conversation(200, size=200))
+    entries, omitted = bounded(messages, 8192, 1024)
+    assert len(json.dumps(entries, ensure_ascii=False).encode()) <= 8192
+    assert entries[0]["text"].startswith("question 0 ")
+    assert entries[1] == {"role": "system", "text": f"[{omitted} earlier messages omitted to fit the context budget]"}
+    assert entries[-1]["text"].startswith("answer 199 ")
+    assert omitted == len(messages) - (len(entries) - 1)
+
+
+def test_each_message_is_capped_with_a_truncation_note():
+    messages = fold_history([_event(1, "user_message", "x" * 5000, "t1")])
+    entries, _ = bounded(messages, 131072, 1024)
+    assert entries[0]["text"].endswith(" [content truncated]")
+    assert len(entries[0]["text"].encode()) <= 1024
+
+
+def test_the_rebuilt_prompt_has_the_seed_s_shape():
+    text = compose([{"role": "user", "text": "hi"}], "do it", "This session resumes.")
+    assert text.startswith("Context rebuilt from log.\nThis session resumes. Continue this session")
+    assert "<compozy_context_replay>\n" in text and "\n</compozy_context_replay>\n\nUser request:\n\ndo it" in text
+
+
+def test_without_history_the_prompt_is_unchanged():
+    config = from_document({})
+    assert replay_prompt([], "hello", config, "sess_x", "test") == ("hello", None)
