@@ -73,6 +73,8 @@ class Client:
         target = path + ("?" + urlencode(query) if query else "")
         payload = json.dumps(body).encode() if body is not None else None
         headers = dict(headers or {})
+        if os.environ.get("COMPOZY_TOKEN"):
+            headers["Authorization"] = "Bearer " + os.environ["COMPOZY_TOKEN"]
         if payload is not None:
             headers["Content-Type"] = "application/json"
         connection = self._connect(timeout)

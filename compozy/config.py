@@ -9,7 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from compozy.errors import CompozyError
-from compozy.paths import zipapp_path
+from compozy.location import zipapp_path
 from compozy.states import BusyMode, PermissionMode
 
 

@@ -16,6 +16,8 @@ class ErrorKind:
 ERRORS = {
     # 400
     "invalid_request": ErrorKind(400, "the request is malformed or fails validation"),
+    # 401
+    "unauthorized": ErrorKind(401, "a daemon listening beyond loopback needs its bearer token"),
     # 403
     "host_not_allowed": ErrorKind(403, "the Host header is not the daemon's own loopback name"),
     "origin_not_allowed": ErrorKind(403, "the Origin header is not the daemon's own origin"),

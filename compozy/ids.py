@@ -52,7 +52,7 @@ def new_id(kind):
 def is_valid_id(value, kind):
     if not isinstance(value, str) or not value.startswith(kind + "_"):
         return False
-    return bool(_ULID.match(value[len(kind) + 1:]))
+    return bool(_ULID.fullmatch(value[len(kind) + 1:]))
 
 
 def validate_id(value, kind, field=None, not_found=None):
@@ -70,7 +70,7 @@ def validate_id(value, kind, field=None, not_found=None):
 
 def validate_client_token(value, field):
     """Message IDs and idempotency keys chosen by clients: bounded and path-safe."""
-    if not isinstance(value, str) or not _CLIENT_TOKEN.match(value):
+    if not isinstance(value, str) or not _CLIENT_TOKEN.fullmatch(value):
         raise CompozyError(
             "invalid_request",
             f"{field} must be 1-200 characters of letters, digits and _.:@+=- (starting with a letter or digit)",

@@ -5,7 +5,6 @@ Layer 1: imports only layer 0. Every path under $COMPOZY_HOME is built here.
 
 import json
 import os
-import sys
 import threading
 from pathlib import Path
 
@@ -103,27 +102,11 @@ def write_private_json(path, document):
     write_private_file(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
-def package_root():
-    """The folder that holds the compozy package (a checkout, site-packages, or the zipapp)."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-
-def zipapp_path():
-    root = package_root()
-    return root if root.endswith(".pyz") else None
-
-
-def child_environment(extra=None):
-    """The daemon's environment for a child that must import compozy, plus extra."""
-    env = dict(os.environ)
-    root = package_root()
-    if not zipapp_path():
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    env.update(extra or {})
-    return env
-
-
-def self_command(*args):
-    """argv that runs this compozy again (from a checkout, an install or the zipapp)."""
-    pyz = zipapp_path()
-    return [sys.executable, pyz, *args] if pyz else [sys.executable, "-m", "compozy", *args]
+def read_daemon_file(home):
+    """daemon.json of a running daemon, or None."""
+    try:
+        with open(home.daemon_file, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (FileNotFoundError, ValueError):
+        return None

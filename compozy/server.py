@@ -135,10 +135,16 @@ def serve(app, sockets):
             for sock in sockets]
 
 
+def _url_host(host):
+    return f"[{host}]" if host and ":" in host else host
+
+
 class Daemon:
-    def __init__(self, home, http="127.0.0.1:2123", socket_path=None, no_http=False, allow_remote=False):
+    def __init__(self, home, http="127.0.0.1:2123", socket_path=None, no_http=False, token=None):
+        """token: with a non-loopback --http, every request must carry `Authorization: Bearer <token>`."""
         self.home = home.ensure()
-        self.http, self.no_http, self.allow_remote = http, no_http, allow_remote
+        self.http, self.no_http, self.token = http, no_http, token
+        self.host = None
         self.socket_path = socket_path or home.socket_file
         self.stop_requested = threading.Event()
 
@@ -149,9 +155,9 @@ class Daemon:
         config = load_config(self.home.config_file)
         sockets, port = self._bind()
         manager = SessionManager(self.home, config).start()
-        app = create_app(manager, port)
+        app = create_app(manager, port, token=self.token)
         servers = serve(app, sockets)
-        url = f"http://127.0.0.1:{port}" if port else None
+        url = f"http://{_url_host(self.host)}:{port}" if port else None
         self._install_signal_handlers()
         threading.Thread(target=servers[0].run, name="waitress", daemon=True).start()
         write_private_json(self.home.daemon_file, {"pid": os.getpid(), "http": url, "socket": str(self.socket_path),
@@ -172,7 +178,8 @@ class Daemon:
     def _bind(self):
         sockets, port = [], None
         if not self.no_http:
-            host, port = parse_listen(self.http, self.allow_remote)
+            host, port = parse_listen(self.http, allow_remote=bool(self.token))
+            self.host = host
             tcp = bind_tcp(host, port)
             port = tcp.getsockname()[1]
             sockets.append(tcp)
@@ -195,12 +202,4 @@ class Daemon:
         log.info("daemon stopped")
 
 
-def read_daemon_file(home):
-    try:
-        with open(home.daemon_file, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-__all__ = ["Daemon", "DaemonError", "read_daemon_file", "LOOPBACK_NAMES"]
+__all__ = ["Daemon", "DaemonError", "LOOPBACK_NAMES"]

@@ -41,7 +41,7 @@ def run(http_addr, socket_path, no_http, allow_remote, token):
     if allow_remote and not token:
         raise click.UsageError("--allow-remote needs --token")
     try:
-        code = Daemon(Home(), http_addr, socket_path, no_http, allow_remote and bool(token)).run(
+        code = Daemon(Home(), http_addr, socket_path, no_http, token if allow_remote else None).run(
             announce=lambda line, flush=True: click.echo(line))
     except (DaemonError, ConfigError) as exc:
         click.echo(f"compozy daemon: {exc}", err=True)
@@ -54,8 +54,9 @@ def run(http_addr, socket_path, no_http, allow_remote, token):
 @output_option()
 def start(http_addr, output):
     """Start the daemon in the background and wait until it is ready."""
-    from compozy.paths import Home, child_environment, self_command
-    from compozy.server import read_daemon_file
+    from compozy.location import child_environment, self_command
+    from compozy.paths import Home
+    from compozy.paths import read_daemon_file
     home = Home().ensure()
     log_path = home.logs_dir / "daemon.out"
     with open(log_path, "ab") as log:
@@ -81,7 +82,7 @@ def start(http_addr, output):
 def stop(output):
     """Stop the running daemon gracefully (live sessions go through the stop ladder)."""
     from compozy.paths import Home
-    from compozy.server import read_daemon_file
+    from compozy.paths import read_daemon_file
     info = read_daemon_file(Home())
     if not info or not _alive(info["pid"]):
         raise CompozyError("daemon_unavailable", "no compozy daemon is running")
@@ -101,7 +102,7 @@ def stop(output):
 def status(obj, output):
     """Report whether a daemon answers, with its pid, addresses and version."""
     from compozy.paths import Home
-    from compozy.server import read_daemon_file
+    from compozy.paths import read_daemon_file
     info = read_daemon_file(Home()) or {}
     try:
         _, health = obj.client.call("GET", "/api/health")

@@ -31,20 +31,23 @@ def all_routes():
     )
 
 
-def create_app(manager, port=None):
+def create_app(manager, port=None, token=None):
     app = Flask("compozy")
     app.config.update(MAX_CONTENT_LENGTH=guards.MAX_BODY_BYTES, JSON_SORT_KEYS=False)
     app.json.sort_keys = False
     routes = all_routes()
     document = openapi(routes, __version__)
     for route in routes:
-        view = (lambda: document) if route.view is None else route.view
+        view = (lambda manager: document) if route.view is None else route.view
         app.add_url_rule(route.rule, endpoint=route.op, methods=[route.method],
                          view_func=_adapter(manager, view, route))
 
     @app.before_request
     def guard():
-        guards.check_host_and_origin(app.config.get("COMPOZY_PORT", port))
+        if token:
+            guards.check_token(token)  # a remote daemon: the token replaces the loopback Host rule
+        else:
+            guards.check_host_and_origin(app.config.get("COMPOZY_PORT", port))
         guards.check_body_limits()
 
     app.register_error_handler(CompozyError, _compozy_error)

@@ -4,6 +4,7 @@ Layer 6 (surface). A web page must not be able to drive the daemon: requests who
 the daemon's loopback name (DNS rebinding) or whose Origin is another site are refused with 403.
 """
 
+import hmac
 import json
 
 from flask import request
@@ -34,6 +35,13 @@ def check_host_and_origin(port):
         if origin.lower() not in allowed:
             raise CompozyError("origin_not_allowed", f"Origin {origin[:100]!r} may not call this daemon",
                                origin=origin[:100])
+
+
+def check_token(token):
+    header = request.headers.get("Authorization", "")
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        raise CompozyError("unauthorized", "this daemon needs Authorization: Bearer <token>")
 
 
 def check_body_limits():

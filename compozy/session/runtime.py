@@ -11,7 +11,7 @@ from compozy import validate as v
 from compozy.acp import protocol
 from compozy.acp.driver import AcpError, AgentExited, AgentProcess
 from compozy.errors import CompozyError, invalid
-from compozy.paths import child_environment
+from compozy.location import child_environment
 
 log = logging.getLogger("compozy.runtime")
 

@@ -1,0 +1,265 @@
+"""The dependency direction, enforced by an ast walk over every import in compozy/.
+
+Layers (shared/reference/style.md section 6.3, as fixed for this project):
+  0 errors, states, ids, clock, location (and the package root, which holds only __version__)
+  1 config, paths, validate, redact
+  2 store.*, acp.protocol, serialize, proc (the operating-system seam, stdlib only)
+  3 acp.driver
+  4 session.*
+  5 manager
+  6 http.*, server, client, cli.*
+A module imports only lower layers; store.* and session.* may also import same-package siblings.
+Layer 0: errors imports nothing from compozy; ids, states and clock may import errors.
+Layer 6: http.* imports http.* siblings; server imports http.* (it builds the app); cli.* imports only
+client, errors, ids and other cli modules at module level, and paths, config and location lazily (inside a
+function), never manager, http or session. Two lazy imports are named by the style guide itself:
+`cli.daemon` imports `server` inside `daemon run`, and `cli.agent` imports `agents.reference` for the
+hidden `agent reference` command the zipapp uses.
+agents.reference and agents.directives import only acp.protocol, each other, and the stdlib.
+Each third-party library is imported only in its layer's modules.
+"""
+
+import ast
+import functools
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE_DIR = Path(__file__).resolve().parents[2] / "compozy"
+
+LAYER_OF = {
+    "compozy": 0, "compozy.errors": 0, "compozy.states": 0, "compozy.ids": 0, "compozy.clock": 0,
+    "compozy.location": 0,
+    "compozy.config": 1, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
+    "compozy.store": 2, "compozy.acp": 2, "compozy.acp.protocol": 2, "compozy.serialize": 2,
+    "compozy.proc": 2, "compozy.acp.driver": 3,
+    "compozy.session": 4,
+    "compozy.manager": 5,
+    "compozy.http": 6, "compozy.server": 6, "compozy.client": 6, "compozy.cli": 6, "compozy.__main__": 6,
+}
+LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
+SIBLING_PACKAGES = ("compozy.store", "compozy.session")
+AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives")
+CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.client")
+CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
+CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.server"), ("compozy.cli.agent", "compozy.agents.reference")}
+
+# Third-party top-level names and the modules allowed to import them.
+THIRD_PARTY = {
+    "flask": lambda m: in_package(m, "compozy.http"),
+    "werkzeug": lambda m: in_package(m, "compozy.http"),  # flask's own toolkit
+    "waitress": lambda m: m == "compozy.server",
+    "peewee": lambda m: in_package(m, "compozy.store"),
+    "pexpect": lambda m: m in ("compozy.acp.driver", "compozy.proc"),
+    "apscheduler": lambda m: in_package(m, "compozy.session"),
+    "click": lambda m: in_package(m, "compozy.cli"),
+}
+
+
+def in_package(module, package):
+    return module == package or module.startswith(package + ".")
+
+
+def module_name(path):
+    parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def is_package(module):
+    return (PACKAGE_DIR.parent / module.replace(".", "/") / "__init__.py").exists()
+
+
+def exists(module):
+    relative = PACKAGE_DIR.parent / module.replace(".", "/")
+    return relative.with_suffix(".py").exists() or (relative / "__init__.py").exists()
+
+
+def layer_of(module):
+    """The layer of a module: its own entry, else its package's (store.*, session.*, http.*, cli.*)."""
+    probe = module
+    while probe:
+        if probe in LAYER_OF:
+            return LAYER_OF[probe]
+        probe = probe.rpartition(".")[0]
+    return None
+
+
+class Import:
+    def __init__(self, target, line, lazy):
+        self.target, self.line, self.lazy = target, line, lazy
+
+    def __repr__(self):
+        return f"{self.target} (line {self.line}{', lazy' if self.lazy else ''})"
+
+
+@functools.lru_cache(maxsize=None)
+def imports_of(module, path):
+    """Every import in the file: compozy targets resolved to modules, others as their top-level name."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if is_package(module) else module.rpartition(".")[0]
+    found = []
+
+    def visit(node, lazy):
+        for child in ast.iter_child_nodes(node):
+            inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                found.extend(Import(alias.name, child.lineno, inner) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.split(".")[:len(package.split(".")) - (child.level - 1)]
+                    base = ".".join(anchor + ([child.module] if child.module else []))
+                for alias in child.names:
+                    candidate = f"{base}.{alias.name}"
+                    target = candidate if in_package(base, "compozy") and exists(candidate) else base
+                    found.append(Import(target, child.lineno, inner))
+            visit(child, inner)
+
+    visit(tree, False)
+    return tuple(found)
+
+
+MODULES = sorted((module_name(p), p) for p in PACKAGE_DIR.rglob("*.py"))
+MODULE_IDS = [m for m, _ in MODULES]
+
+
+def violations(module, path):
+    """Why each compozy import of this module breaks the rules (empty when it keeps them)."""
+    problems = []
+    own = layer_of(module)
+    for item in imports_of(module, path):
+        target = item.target
+        if not in_package(target, "compozy") or target == module:
+            continue
+        if in_package(module, "compozy.agents"):
+            if target not in ("compozy.acp.protocol", "compozy.acp") and not in_package(target, "compozy.agents"):
+                problems.append(f"{item}: agents import only acp.protocol and the stdlib")
+            continue
+        if in_package(target, "compozy.agents"):
+            if (module, target) not in CLI_NAMED_LAZY or not item.lazy:
+                problems.append(f"{item}: only cli.agent may import the reference agent, lazily")
+            continue
+        if in_package(module, "compozy.cli"):
+            allowed = (in_package(target, "compozy.cli") or target in CLI_TOP_LEVEL
+                       or (item.lazy and (target in CLI_LAZY or (module, target) in CLI_NAMED_LAZY)))
+            if not allowed:
+                problems.append(f"{item}: cli imports only client, errors, ids, cli.* (paths, config lazily)")
+            continue
+        theirs = layer_of(target)
+        if theirs is None:
+            problems.append(f"{item}: target has no layer")
+        elif own == 0:
+            if module not in LAYER0_IMPORTERS or target != "compozy.errors":
+                problems.append(f"{item}: in layer 0 only ids, states and clock import errors, nothing else")
+        elif theirs < own:
+            pass
+        elif theirs == own and any(in_package(module, p) and in_package(target, p) for p in SIBLING_PACKAGES):
+            pass  # store.* -> store.*, session.* -> session.*
+        elif own == 6 and module != "compozy.client" and in_package(target, "compozy.http") and (
+                in_package(module, "compozy.http") or module == "compozy.server"):
+            pass  # http.* siblings, and the server that builds the app
+        elif module == "compozy.__main__" and target == "compozy.cli.main":
+            pass  # `python -m compozy` is the CLI
+        elif theirs == own:
+            problems.append(f"{item}: sideways import inside layer {own}")
+        else:
+            problems.append(f"{item}: upward import from layer {own} into layer {theirs}")
+    return problems
+
+
+def test_every_module_has_a_layer():
+    unplaced = [m for m in MODULE_IDS if layer_of(m) is None and not in_package(m, "compozy.agents")]
+    assert unplaced == []
+
+
+@pytest.mark.parametrize("module, path", MODULES, ids=MODULE_IDS)
+def test_imports_follow_the_layers(module, path):
+    assert violations(module, path) == []
+
+
+def test_errors_imports_nothing_from_compozy():
+    path = PACKAGE_DIR / "errors.py"
+    assert [i for i in imports_of("compozy.errors", path) if in_package(i.target, "compozy")] == []
+
+
+@pytest.mark.parametrize("module, path", [(m, p) for m, p in MODULES if in_package(m, "compozy.cli")],
+                         ids=[m for m in MODULE_IDS if in_package(m, "compozy.cli")])
+def test_cli_never_imports_manager_http_or_session(module, path):
+    forbidden = ("compozy.manager", "compozy.http", "compozy.session", "compozy.store")
+    assert [i for i in imports_of(module, path) if any(in_package(i.target, f) for f in forbidden)] == []
+
+
+@pytest.mark.parametrize("module, path", [(m, p) for m, p in MODULES if m in AGENT_MODULES],
+                         ids=list(AGENT_MODULES))
+def test_reference_agent_imports_only_protocol_and_stdlib(module, path):
+    for item in imports_of(module, path):
+        top = item.target.split(".")[0]
+        if top == "compozy":
+            allowed = item.target in ("compozy.acp.protocol", "compozy.acp")
+            assert allowed or in_package(item.target, "compozy.agents"), item
+        else:
+            assert top in sys.stdlib_module_names or top == "__future__", item
+
+
+@pytest.mark.parametrize("module, path", MODULES, ids=MODULE_IDS)
+def test_third_party_libraries_stay_in_their_layer(module, path):
+    wrong = []
+    for item in imports_of(module, path):
+        top = item.target.split(".")[0]
+        if top in ("compozy", "__future__") or top in sys.stdlib_module_names:
+            continue
+        rule = THIRD_PARTY.get(top)
+        if rule is None or not rule(module):
+            wrong.append(item)
+    assert wrong == []
+
+
+def test_the_walk_sees_known_edges():
+    """Guard the guard: the resolver finds imports written in each style used in compozy/."""
+    def targets(module):
+        path = PACKAGE_DIR / (module.removeprefix("compozy.").replace(".", "/") + ".py")
+        return {i.target for i in imports_of(module, path)}
+    assert "compozy.validate" in targets("compozy.manager")  # from compozy import validate as v
+    assert "compozy.session.lifecycle" in targets("compozy.manager")  # from compozy.session import lifecycle
+    assert "compozy.acp.protocol" in targets("compozy.agents.reference")  # from compozy.acp import protocol
+    assert "compozy" in targets("compozy.cli.main")  # from compozy import __version__
+    assert "flask" in targets("compozy.http.app")
+    lazy = {i.target for i in imports_of("compozy.cli.daemon", PACKAGE_DIR / "cli" / "daemon.py") if i.lazy}
+    assert "compozy.server" in lazy
+
+
+@pytest.mark.parametrize("module, source, expected", [
+    ("compozy.errors", "from compozy import ids\n", "only ids, states and clock"),
+    ("compozy.clock", "import compozy.states\n", "only ids, states and clock"),
+    ("compozy.paths", "from compozy.store import db\n", "upward"),
+    ("compozy.redact", "from compozy import validate\n", "sideways"),
+    ("compozy.session.stop", "from compozy import manager\n", "upward"),
+    ("compozy.manager", "from compozy.http import app\n", "upward"),
+    ("compozy.client", "from compozy.http import guards\n", "sideways"),
+    ("compozy.cli.session", "from compozy.manager import SessionManager\n", "cli imports only"),
+    ("compozy.cli.session", "from compozy.paths import Home\n", "cli imports only"),
+    ("compozy.cli.session", "def f():\n    from compozy.server import Daemon\n", "cli imports only"),
+    ("compozy.agents.reference", "from compozy.errors import CompozyError\n", "agents import only"),
+    ("compozy.session.turns", "def f():\n    from compozy.agents import reference\n", "only cli.agent"),
+])
+def test_checker_flags_broken_rules(tmp_path, module, source, expected):
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    found = violations(module, path)
+    assert found and expected in found[0], found
+
+
+@pytest.mark.parametrize("module, source", [
+    ("compozy.ids", "from compozy.errors import CompozyError\n"),
+    ("compozy.store.catalog", "from compozy.store.db import open_sqlite\n"),
+    ("compozy.session.stop", "from compozy.session import records\nfrom compozy import proc\n"),
+    ("compozy.cli.main", "def f():\n    from compozy.paths import Home\n    from compozy.config import load\n"),
+    ("compozy.server", "from compozy.http.app import create_app\nfrom compozy.manager import SessionManager\n"),
+])
+def test_checker_allows_permitted_edges(tmp_path, module, source):
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    assert violations(module, path) == []
