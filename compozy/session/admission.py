@@ -160,7 +160,7 @@ class Inputs:
         self.worker.start(session, turn)
         return result
 
-    def _enqueue(self, session, turn, print_, mode, priority, disposition, interrupted=None, delivery=None):
+    def _enqueue(self, session, turn, print_, mode, priority, disposition, interrupted=None, delivery=None, into=None):
         cap = self.services.config["session.busy_input.queue_cap"]
         with self.catalog.transaction():
             if priority == 1 and self.catalog.count_entries(session.id) >= cap:
@@ -173,6 +173,8 @@ class Inputs:
                 result["steer_delivery"] = delivery.value
             if interrupted:
                 result["interrupted_turn_id"] = interrupted
+            if into:
+                result["turn_id"] = into  # injected into the running turn
             admission_id = new_id("idem")
             self.catalog.add_admission(id=admission_id, session_id=session.id, operation="prompt",
                                        message_id=turn.message_id, idempotency_key=turn.idempotency_key,
@@ -183,35 +185,36 @@ class Inputs:
                                    turn_id=turn.id, admission_id=admission_id)
         kind = {Disposition.QUEUED: MarkerKind.PROMPT_QUEUED, Disposition.INTERRUPTED: MarkerKind.PROMPT_INTERRUPTED,
                 Disposition.STEERED: MarkerKind.PROMPT_STEERED}[disposition]
-        session.marker(kind, f"{disposition.value}: {turn.message[:200]}", interrupted,
+        session.marker(kind, f"{disposition.value}: {turn.message[:200]}", into or interrupted,
                        entry_id=entry_id, message_id=turn.message_id, **({"steer_delivery": delivery.value}
                                                                           if delivery else {}))
         return result
 
     def _resolved(self, session, turn):
-        """A queued prompt keeps the runtime accepted with it, whatever the binding does later."""
-        agent = session.agent
-        return layer(agent.defaults(), session.document["runtime"].get("selected"), turn.snapshot)
+        """A queued prompt keeps the runtime accepted with it, whatever the binding does later:
+        the agent's defaults, then what is in effect now, then the selection, then its own snapshot."""
+        stored = session.document["runtime"]
+        runtime = session.runtime
+        in_effect = runtime.effective if runtime is not None and runtime.alive else \
+            (stored.get("effective") or stored.get("last_known"))
+        return layer(session.agent.defaults(), in_effect, stored.get("selected"), turn.snapshot)
 
     def _steer(self, session, current, turn, print_):
         runtime = session.runtime
-        steerable = runtime is not None and runtime.alive and runtime.supports_steering
+        steerable = (runtime is not None and runtime.alive and runtime.supports_steering
+                     and current.cancel_reason is None and current.phase in ("binding", "prompting"))
         if not steerable:
             result = self._enqueue(session, turn, print_, BusyMode.STEER, priority=0, disposition=Disposition.STEERED,
                                    interrupted=current.id, delivery=SteerDelivery.INTERRUPT_FALLBACK)
             self.worker.cancel(session, "steered")
             return result
+        # Durable first: the steer waits as a head-of-queue entry until the worker injects it;
+        # if the turn ends before that, the entry simply runs next as its own turn.
         delivery = SteerDelivery.INJECTED if current.phase == "prompting" else SteerDelivery.PENDING_INJECTION
-        result = {"disposition": Disposition.STEERED.value, "turn_id": current.id, "message_id": turn.message_id,
-                  "idempotency_key": turn.idempotency_key, "steer_delivery": delivery.value, "replayed": False}
-        self.catalog.add_admission(id=new_id("idem"), session_id=session.id, operation="prompt",
-                                   message_id=turn.message_id, idempotency_key=turn.idempotency_key,
-                                   fingerprint=print_, state="steered", result=result)
-        session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id, "steer": True},
-                             current.id)
-        session.marker(MarkerKind.PROMPT_STEERED, f"steered into {current.id}: {turn.message[:200]}", current.id,
-                       message_id=turn.message_id, steer_delivery=delivery.value)
-        current.injections.append({"message": turn.message, "message_id": turn.message_id})
+        result = self._enqueue(session, turn, print_, BusyMode.STEER, priority=0, disposition=Disposition.STEERED,
+                               delivery=delivery, into=current.id)
+        current.injections.append({"entry_id": result["entry_id"], "message": turn.message,
+                                   "message_id": turn.message_id})
         current.wake.set()
         return result
 
@@ -254,6 +257,19 @@ class Inputs:
                         entry["runtime"], entry["mode"], entry_id=entry["id"], admission_id=entry["admission_id"])
         return None
 
+    def claim_steer(self, session, turn, steer):
+        """With session.lock held: take a waiting steer entry for injection and record its message."""
+        entry = self.catalog.entry(session.id, steer["entry_id"])
+        if entry is None or entry["status"] != QueueStatus.QUEUED:
+            return False  # canceled, or already run as its own turn
+        self.catalog.update_entry(entry["id"], status=QueueStatus.SENT)
+        session.append_event("user_message", {"text": entry["message"], "message_id": entry["message_id"],
+                                              "steer": True, "entry_id": entry["id"]}, turn.id)
+        steer["message"] = entry["message"]  # an edit after admission wins
+        return True
+
     def steer_failed(self, session, turn, steer, reason):
+        self.catalog.update_entry(steer["entry_id"], status=QueueStatus.FAILED,
+                                  failure=json.dumps({"code": "steer_failed", "message": reason[:300]}))
         session.marker(MarkerKind.PROMPT_DROPPED, f"steer could not be delivered: {reason[:300]}", turn.id,
-                       message_id=steer["message_id"])
+                       message_id=steer["message_id"], entry_id=steer["entry_id"])

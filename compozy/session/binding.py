@@ -32,8 +32,9 @@ class Binder:
             if target["provider"] == runtime.provider.name:
                 self._reconfigure(session, runtime, target)
                 return None
-            self.retire(session, RuntimeTransition.PROCESS_REPLACEMENT)
-            return self._start(session, [(None, target)], RuntimeTransition.PROCESS_REPLACEMENT, allow_load=False)
+            # Atomic replacement: the current agent keeps serving until the new one is accepted.
+            return self._start(session, [(None, target)], RuntimeTransition.PROCESS_REPLACEMENT, allow_load=False,
+                               previous=runtime)
         if runtime is not None:
             self.retire(session, RuntimeTransition.PROCESS_REPLACEMENT)
         accepted = stored.get("route")
@@ -56,10 +57,11 @@ class Binder:
         session.update_runtime(status=RuntimeStatus.READY, transition="", effective=runtime.effective,
                                last_known=_identity(runtime.effective))
 
-    def _start(self, session, routes, transition, allow_load):
+    def _start(self, session, routes, transition, allow_load, previous=None):
         recovering = transition == RuntimeTransition.AUTOMATIC_RECOVERY
-        session.update_runtime(status=RuntimeStatus.RECOVERING if recovering else RuntimeStatus.BINDING,
-                               transition=transition)
+        status = RuntimeStatus.RECOVERING if recovering else \
+            RuntimeStatus.RECONFIGURING if previous else RuntimeStatus.BINDING
+        session.update_runtime(status=status, transition=transition)
         failure = None
         for index, (number, target) in enumerate(routes):
             try:
@@ -69,10 +71,15 @@ class Binder:
                 self._route_refused(session, number, target, exc, more=index + 1 < len(routes))
                 continue
             self._accept(session, runtime, number, transition)
+            if previous is not None:
+                previous.released = True  # its exit is expected, not a crash
+                self.stop_process(previous)
             if loaded or not session.log.last_sequence():
                 return None
             return "fresh_agent_session" if allow_load else "provider_change"
-        if not recovering:
+        if previous is not None:
+            session.update_runtime(status=RuntimeStatus.READY, transition="")  # the old agent still serves
+        elif not recovering:
             session.update_runtime(status=RuntimeStatus.UNBOUND, transition="")
         raise failure
 

@@ -22,6 +22,7 @@ def write_bundle(home, session, runtime, failure_kind, error_text):
     process = runtime.process if runtime else None
     identity = process.identity.to_dict() if process and process.identity else None
     provider = runtime.provider if runtime else None
+    secrets = provider.env if provider else None
     bundle = {
         "schema": SCHEMA,
         "created_at": now_iso(),
@@ -35,8 +36,8 @@ def write_bundle(home, session, runtime, failure_kind, error_text):
         "failure_kind": failure_kind,
         "process": {**(identity or {}), "exit_code": process.exit_code if process else None,
                     "signal": process.exit_signal if process else None},
-        "error": bounded(redact(error_text), MAX_ERROR),
-        "stderr": bounded(redact(process.stderr_tail()[-MAX_STDERR:]), MAX_STDERR) if process else None,
+        "error": bounded(redact(error_text, secrets), MAX_ERROR),
+        "stderr": bounded(redact(process.stderr_tail()[-MAX_STDERR:], secrets), MAX_STDERR) if process else None,
     }
     stamp = bundle["created_at"].replace(":", "").replace(".", "")
     path = home.crash_bundles_dir / f"{session.id}-{stamp}.json"
@@ -59,4 +60,5 @@ def exit_summary(runtime):
     else:
         how = "closed its output"
     tail = process.stderr_tail().strip().splitlines()[-2:]
-    return redact(f"agent process {how}" + (f"; stderr: {' / '.join(tail)}" if tail else ""))[:500]
+    text = f"agent process {how}" + (f"; stderr: {' / '.join(tail)}" if tail else "")
+    return redact(text, runtime.provider.env)[:500]

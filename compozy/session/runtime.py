@@ -12,6 +12,7 @@ from compozy.acp import protocol
 from compozy.acp.driver import AcpError, AgentExited, AgentProcess
 from compozy.errors import CompozyError, invalid
 from compozy.location import child_environment
+from compozy.redact import redact
 
 log = logging.getLogger("compozy.runtime")
 
@@ -315,4 +316,4 @@ def _refused(runtime, failure_kind, message, code="provider_unavailable"):
     tail = runtime.process.stderr_tail().strip().splitlines()[-3:]
     if tail:
         message += " | stderr: " + " / ".join(tail)[:400]
-    return BindFailure(CompozyError(code, message), failure_kind)
+    return BindFailure(CompozyError(code, redact(message, runtime.provider.env)), failure_kind)

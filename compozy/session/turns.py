@@ -97,8 +97,8 @@ class Worker:
         return turn
 
     def _loop(self, session):
-        while True:
-            turn = session.turn
+        turn = session.turn
+        while turn is not None:
             try:
                 self._run(session, turn)
             except Exception:  # noqa: BLE001 (a bug must still end the turn)
@@ -109,12 +109,18 @@ class Worker:
                 turn.bound.set()
                 turn.ended.set()
             with session.lock:
-                following = None if session.stop_operation else self.inputs.next_turn(session)
-                session.turn = following
-                if following is None:
+                self._advance(session, turn)
+                turn = session.turn
+                if turn is None:
                     session.worker = None
                     session.idle_since = monotonic()
-                    return
+
+    def _advance(self, session, turn):
+        """With session.lock held: the turn is over, so the next queued entry (or nothing) is current."""
+        if session.turn is turn:
+            session.turn = None if session.stop_operation else self.inputs.next_turn(session)
+            if session.turn is not None:
+                session.idle_since = None
 
     def _crash_safe_end(self, session, turn):
         if turn.bind_error is None and not turn.bound.is_set():
@@ -207,9 +213,13 @@ class Worker:
                 session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)
 
     def _deliver_injections(self, session, turn):
+        """Steers wait as durable queue entries; one the turn never takes runs next as its own turn."""
         runtime = session.runtime
         while turn.injections and runtime is not None and runtime.alive and turn.phase == "prompting":
             steer = turn.injections.pop(0)
+            with session.lock:
+                if not self.inputs.claim_steer(session, turn, steer):
+                    continue
             try:
                 runtime.process.call("_compozy/steer", {"sessionId": runtime.acp_session_id,
                                                         "prompt": [{"type": "text", "text": steer["message"]}]},
@@ -219,12 +229,18 @@ class Worker:
                 self.inputs.steer_failed(session, turn, steer, str(exc))
 
     def finish(self, session, turn, kind, content):
-        """The turn's one terminal event; pending requests of the turn are answered cancelled."""
+        """The turn's one terminal event; pending requests of the turn are answered cancelled.
+
+        The event and the hand-over to the next turn happen under the session lock, so a prompt
+        sent by someone who just saw `done` finds the session idle, never a finished turn.
+        """
         if turn.finished:
             return
         turn.finished = True
         turn.phase = "done"
         self.requests.cancel_all(session, turn.id)
-        session.append_event(kind, content, turn.id)
+        with session.lock:
+            session.append_event(kind, content, turn.id)
+            self._advance(session, turn)
         session.touch(kind)
         self.inputs.ended(session, turn, kind, content)
