@@ -93,18 +93,20 @@ class Recovery:
                              turn.id)
         bundle = write_bundle(self.services.home, session, lost, FailureKind.PROCESS_EXIT.value, error)
         failure = {"kind": FailureKind.PROCESS_EXIT.value, "summary": error[:500], "crash_bundle_path": bundle}
-        worker.finish(session, turn, "error", {"error": f"agent recovery exhausted after {state['attempt']} "
-                                                        f"attempts: {error}"[:1000], "failure": failure})
+        runtime = dict(session.document["runtime"], status=RuntimeStatus.UNBOUND.value, transition="",
+                       recovery=None, process=None, effective=None)
         with session.lock:
-            session.append_event("session_stopped", {"stop_reason": StopReason.AGENT_CRASHED.value,
-                                                     "stop_detail": "automatic recovery exhausted",
-                                                     "failure": failure})
-            runtime = dict(session.document["runtime"], status=RuntimeStatus.UNBOUND.value, transition="",
-                           recovery=None, process=None, effective=None)
+            # The stopped state is durable before the terminal error is visible: whoever sees the
+            # turn end sees a stopped session.
             session.change_state(SessionState.STOPPING)
             session.change_state(SessionState.STOPPED, stop_reason=StopReason.AGENT_CRASHED.value,
                                  stop_detail="automatic recovery exhausted", failure=failure, verified=True,
                                  runtime=runtime)
+            worker.finish(session, turn, "error", {"error": f"agent recovery exhausted after {state['attempt']} "
+                                                            f"attempts: {error}"[:1000], "failure": failure})
+            session.append_event("session_stopped", {"stop_reason": StopReason.AGENT_CRASHED.value,
+                                                     "stop_detail": "automatic recovery exhausted",
+                                                     "failure": failure})
 
     def exited_outside_turn(self, session, runtime):
         """The agent died while idle (not released, not stopped): record a failure, keep the session."""

@@ -12,7 +12,7 @@ from compozy.acp.driver import AcpError, AgentExited
 from compozy.clock import monotonic
 from compozy.session.replay import replay_prompt
 from compozy.session.runtime import BindFailure
-from compozy.states import MarkerKind, RuntimeStatus
+from compozy.states import MarkerKind, RuntimeStatus, SessionState
 
 log = logging.getLogger("compozy.turns")
 
@@ -118,7 +118,8 @@ class Worker:
     def _advance(self, session, turn):
         """With session.lock held: the turn is over, so the next queued entry (or nothing) is current."""
         if session.turn is turn:
-            session.turn = None if session.stop_operation else self.inputs.next_turn(session)
+            idle = session.stop_operation is not None or session.state != SessionState.ACTIVE
+            session.turn = None if idle else self.inputs.next_turn(session)
             if session.turn is not None:
                 session.idle_since = None
 
