@@ -80,7 +80,11 @@ def make_private_dir(path):
 
 
 def write_private_file(path, data):
-    """Atomic and owner-only: temp file, fsync, rename, fsync the directory."""
+    """Atomic and owner-only: temp file, fsync, rename.
+
+    The folder is not fsynced: like SQLite's synchronous=NORMAL, this survives any process
+    crash, and only a power loss could lose the rename (the old file then remains, whole).
+    """
     path = Path(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     payload = data if isinstance(data, bytes) else data.encode("utf-8")
@@ -91,11 +95,6 @@ def write_private_file(path, data):
     finally:
         os.close(fd)
     os.replace(temp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def write_private_json(path, document):

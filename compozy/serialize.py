@@ -4,6 +4,7 @@ Layer 2: pure functions over dicts.
 """
 
 import copy
+import json
 
 OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "derivation")
 IDLE_SUPERVISION = {"work_signals": [], "sources": {}, "quiet_warning": None}
@@ -100,3 +101,11 @@ def interaction_resource(row):
     if row.get("decision"):
         resource["decision"] = row["decision"]
     return resource
+
+
+class JSONText(str):
+    """A document already encoded as JSON (surfaces send it as is)."""
+
+
+def encode(document):
+    return json.dumps(document, separators=(",", ":"))

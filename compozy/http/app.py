@@ -10,6 +10,7 @@ from werkzeug.exceptions import HTTPException
 
 from compozy import __version__
 from compozy.errors import CompozyError, error_body
+from compozy.serialize import JSONText
 from compozy.http import guards, prompts, sessions, streams
 from compozy.http.routing import Route, openapi
 
@@ -62,6 +63,8 @@ def _adapter(manager, view, route):
         if isinstance(result, Response):
             return result
         body, status = result if isinstance(result, tuple) else (result, route.success)
+        if isinstance(body, JSONText):
+            return Response(body, status=status, mimetype="application/json")
         if status == 204:
             warning = body.get("warning") if isinstance(body, dict) else None
             headers = {"Deprecation": "true", "Warning": f'299 compozy "{warning}"'} if warning else {}

@@ -20,7 +20,7 @@ def create_session(manager):
 
 
 def list_sessions(manager):
-    return manager.list_sessions(query_args())
+    return manager.list_sessions(query_args(), encoded=True)
 
 
 def get_session(manager, session_id, workspace=None):

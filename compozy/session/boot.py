@@ -32,12 +32,13 @@ class Reconciler:
 
     def run(self):
         on_disk = set()
-        for name in self.store.directories():
-            if not is_valid_id(name, "sess"):
-                log.warning("ignoring %s in the sessions folder: not a session ID", name[:80])
-                continue
-            on_disk.add(name)
-            self._reconcile_directory(name)
+        with self.store.catalog.transaction():  # one commit for the whole index, not one per session
+            for name in self.store.directories():
+                if not is_valid_id(name, "sess"):
+                    log.warning("ignoring %s in the sessions folder: not a session ID", name[:80])
+                    continue
+                on_disk.add(name)
+                self._reconcile_directory(name)
         for session_id in set(self.store.catalog.session_ids()) - on_disk:
             log.warning("session %s has a catalog row but no directory; marked orphaned", session_id)
             self.store.catalog.set_orphaned(session_id)
@@ -54,7 +55,7 @@ class Reconciler:
         if reason:
             self._skip(session_id, document, reason)
         else:
-            self.store.catalog.upsert_session(document)
+            self.store.index(document)
 
     def _skip(self, session_id, document, reason):
         self.skipped[session_id] = reason

@@ -4,6 +4,7 @@ Layer 4. The directory is the source of truth: meta.json is written first, the c
 so a crash between the two is repaired by boot reconciliation.
 """
 
+import json
 import logging
 import os
 import shutil
@@ -11,6 +12,7 @@ import shutil
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.paths import make_private_dir
+from compozy.serialize import session_resource
 from compozy.states import RuntimeStatus, SessionState
 from compozy.store.meta import MetaError, read_meta, write_meta
 
@@ -53,8 +55,14 @@ class SessionStore:
         if touch:
             document["updated_at"] = now_iso()
         write_meta(self.home.meta_file(document["id"]), document)
-        self.catalog.upsert_session(document)
+        self.index(document)
         return document
+
+    def index(self, document, orphaned=False):
+        """The catalog row, with the rendered read a list returns for sessions not live here."""
+        max_sequence = (document.get("fences") or {}).get("max_sequence", 0)
+        resource = json.dumps(session_resource(document, None, max_sequence), separators=(",", ":"))
+        self.catalog.upsert_session(document, resource, orphaned)
 
     def get(self, session_id):
         """The indexed document, or None when the catalog does not know the ID."""

@@ -32,18 +32,34 @@ def check_name(name, field="name"):
 
 
 class Workspaces:
+    """Workspace lookups, cached: the catalog is only written through this object."""
+
     def __init__(self, catalog):
         self.catalog = catalog
+        self._by_key = {}
+
+    def _remember(self, workspace):
+        if workspace:
+            for key in (("id", workspace["id"]), ("name", workspace["name"]), ("path", workspace["path"])):
+                self._by_key[key] = workspace
+        return workspace
+
+    def _lookup(self, kind, value):
+        cached = self._by_key.get((kind, value))
+        if cached is not None:
+            return cached
+        found = self.catalog.workspace(value) if kind == "id" else self.catalog.workspace_by(**{kind: value})
+        return self._remember(found)
 
     def register(self, name, path):
-        return self.catalog.add_workspace(new_id("ws"), check_name(name), check_directory(path))
+        return self._remember(self.catalog.add_workspace(new_id("ws"), check_name(name), check_directory(path)))
 
     def resolve(self, reference):
         """By ID or name; anything else is workspace_not_found."""
         if not isinstance(reference, str) or not reference:
             raise invalid("workspace must be a workspace name or ID", field="workspace")
-        found = self.catalog.workspace(reference) if is_valid_id(reference, "ws") else None
-        found = found or (NAME.match(reference) and self.catalog.workspace_by(name=reference))
+        found = self._lookup("id", reference) if is_valid_id(reference, "ws") else None
+        found = found or (NAME.match(reference) and self._lookup("name", reference))
         if not found:
             raise CompozyError("workspace_not_found", f"no workspace {reference[:80]!r}", workspace=reference[:80])
         return found
@@ -51,13 +67,13 @@ class Workspaces:
     def for_path(self, path):
         """The workspace registered at path, or a new one named after the directory."""
         real = check_directory(path, "workspace_path")
-        existing = self.catalog.workspace_by(path=real)
+        existing = self._lookup("path", real)
         if existing:
             return existing
         try:
-            return self.catalog.add_workspace(new_id("ws"), self._free_name(real), real)
+            return self._remember(self.catalog.add_workspace(new_id("ws"), self._free_name(real), real))
         except CompozyError as exc:  # a concurrent create registered the same path first
-            existing = exc.code == "workspace_conflict" and self.catalog.workspace_by(path=real)
+            existing = exc.code == "workspace_conflict" and self._lookup("path", real)
             if existing:
                 return existing
             raise

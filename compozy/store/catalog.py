@@ -49,9 +49,11 @@ def make_models(db):
         orphaned = BooleanField(default=False)
         updated_at = CharField()
         doc = TextField()
+        resource = TextField(null=True)  # the rendered read of a session with no live runtime
 
         class Meta:
             table_name = "sessions"
+            indexes = ((("orphaned", "archived", "id"), False),)
 
     class Admission(Base):
         id = CharField(primary_key=True)
@@ -125,6 +127,9 @@ class Catalog:
             db.create_tables(models)
             db.execute_sql("CREATE UNIQUE INDEX IF NOT EXISTS admissions_message ON admissions "
                            "(session_id, message_id) WHERE message_id IS NOT NULL AND operation = 'prompt'")
+            columns = {row[1] for row in db.execute_sql("PRAGMA table_info(sessions)").fetchall()}
+            if "resource" not in columns:  # catalogs written before rendered reads were kept
+                db.execute_sql("ALTER TABLE sessions ADD COLUMN resource TEXT")
 
     def close(self):
         self.guard.close()
@@ -163,7 +168,8 @@ class Catalog:
 
     # -- sessions ---------------------------------------------------------------
 
-    def upsert_session(self, doc, orphaned=False):
+    def upsert_session(self, doc, resource=None, orphaned=False):
+        """Index a session document; resource is its rendered read (JSON text) for fast lists."""
         lineage = doc.get("lineage") or {}
         fields = {
             "workspace_id": doc["workspace_id"], "name": doc.get("name"), "type": doc["type"],
@@ -172,7 +178,7 @@ class Catalog:
             "root_session_id": lineage.get("root_session_id") or doc["id"],
             "spawn_depth": lineage.get("spawn_depth") or 0, "lineage_kind": lineage.get("kind") or "",
             "orphaned": orphaned, "updated_at": doc.get("updated_at") or now_iso(),
-            "doc": json.dumps(doc, separators=(",", ":")),
+            "doc": json.dumps(doc, separators=(",", ":")), "resource": resource,
         }
         # Raw SQL: this runs on every lifecycle change and peewee's query building costs ~1.5 ms.
         columns = ["id", *fields]
@@ -214,45 +220,62 @@ class Catalog:
             self.SessionRow.delete().where(self.SessionRow.id == session_id).execute()
 
     def list_sessions(self, filters, limit, cursor=None):
-        """Newest first (IDs are ULIDs, so ID order is creation order); keyset paging by ID."""
-        S = self.SessionRow
-        query = S.select(S.doc).where(S.orphaned == False)  # noqa: E712
+        """Newest first (IDs are ULIDs, so ID order is creation order); keyset paging by ID.
+
+        Rows are (id, text, rendered): text is the stored rendered read when rendered is true,
+        else the raw document. Raw SQL: a page of 1,000 must not pay an ORM object per row.
+        """
+        where, params = ["orphaned = 0"], []
         for column in ("workspace_id", "state", "agent_name", "parent_session_id", "root_session_id"):
             if filters.get(column) is not None:
-                query = query.where(getattr(S, column) == filters[column])
+                where.append(f"{column} = ?")
+                params.append(filters[column])
         archive = filters.get("archive", "exclude")
         if archive != "include":
-            query = query.where(S.archived == (archive == "only"))
-        total_query = query
-        if cursor:
-            query = query.where(S.id < cursor)
-        with self.guard.read():
-            docs = [r[0] for r in query.order_by(S.id.desc()).limit(limit + 1).tuples()]
-            total = total_query.count()
-        has_more = len(docs) > limit
-        return docs[:limit], has_more, total
+            where.append("archived = ?")
+            params.append(1 if archive == "only" else 0)
+        condition = " AND ".join(where)
+        page_condition = condition + (" AND id < ?" if cursor else "")
+        page_params = params + ([cursor] if cursor else [])
+        with self.guard.read() as db:
+            rows = db.execute_sql(f"SELECT id, COALESCE(resource, doc), resource IS NOT NULL FROM sessions "
+                                  f"WHERE {page_condition} ORDER BY id DESC LIMIT ?",
+                                  page_params + [limit + 1]).fetchall()
+            total = db.execute_sql(f"SELECT COUNT(*) FROM sessions WHERE {condition}", params).fetchone()[0]
+        return rows[:limit], len(rows) > limit, total
 
     # -- prompt admissions and input mutations -----------------------------------
 
+    ADMISSION_COLUMNS = ("id", "session_id", "operation", "message_id", "idempotency_key", "fingerprint", "state",
+                         "result", "created_at", "updated_at")
+
+    def _admission_where(self, condition, params):
+        # Raw SQL: these lookups run on every prompt, where peewee's query building costs ~1 ms.
+        with self.guard.read() as db:
+            row = db.execute_sql(f"SELECT {', '.join(self.ADMISSION_COLUMNS)} FROM admissions WHERE {condition}",
+                                 params).fetchone()
+        if row is None:
+            return None
+        admission = dict(zip(self.ADMISSION_COLUMNS, row))
+        admission["result"] = json.loads(admission["result"]) if admission["result"] else None
+        return admission
+
     def admission(self, session_id, idempotency_key):
-        A = self.Admission
-        with self.guard.read():
-            row = A.get_or_none((A.session_id == session_id) & (A.idempotency_key == idempotency_key))
-        return row and _row_dict(row, ("result",))
+        return self._admission_where("session_id = ? AND idempotency_key = ?", (session_id, idempotency_key))
 
     def admission_by_message(self, session_id, message_id):
-        A = self.Admission
-        with self.guard.read():
-            row = A.get_or_none((A.session_id == session_id) & (A.message_id == message_id)
-                                & (A.operation == "prompt"))
-        return row and _row_dict(row, ("result",))
+        return self._admission_where("session_id = ? AND message_id = ? AND operation = 'prompt'",
+                                     (session_id, message_id))
 
     def add_admission(self, **fields):
         stamp = now_iso()
-        if isinstance(fields.get("result"), dict):
+        fields = {"created_at": stamp, "updated_at": stamp, "message_id": None, "result": None, **fields}
+        if isinstance(fields["result"], dict):
             fields["result"] = json.dumps(fields["result"])
-        with self.guard.write():
-            self.Admission.create(created_at=stamp, updated_at=stamp, **fields)
+        names = [c for c in self.ADMISSION_COLUMNS if c in fields]
+        with self.guard.write() as db:
+            db.execute_sql(f"INSERT INTO admissions ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                           [fields[c] for c in names])
 
     def update_admission(self, admission_id, **fields):
         if isinstance(fields.get("result"), dict):
