@@ -26,7 +26,7 @@ ARCHIVE_FILTERS = ("active", "archived", "all")
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS events (
         sequence INTEGER PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
+        id TEXT NOT NULL,
         turn_id TEXT,
         type TEXT NOT NULL,
         agent_name TEXT,
@@ -55,7 +55,7 @@ def make_models(db):
 
     class Event(Model):
         sequence = IntegerField(primary_key=True)
-        id = CharField(unique=True)
+        id = CharField()  # a ULID: unique by construction, no index to pay for on every commit
         turn_id = CharField(null=True)
         type = CharField()
         agent_name = CharField(null=True)
