@@ -84,7 +84,7 @@ class Runtime:
         self.provider, self.process = provider, process
         self.caps, self.agent_info, self.auth_methods = {}, {}, []
         self.acp_session_id = None
-        self.config_options, self.legacy_models = [], None
+        self.config_options, self.legacy_models, self.modes = [], None, None
         self.effective = {"provider": provider.name}
         self.loading = False
         self.released = False
@@ -207,6 +207,8 @@ def _apply_field(runtime, name, value, applied):
 
 def _apply_option(runtime, entry, applied):
     option = next((o for o in runtime.config_options if o.get("id") == entry["id"]), None)
+    if option is None and entry["id"] == "mode" and runtime.modes and "value_id" in entry:
+        return _apply_mode(runtime, entry["value_id"])
     if option is None:
         raise _unsupported("acp_option", f"provider {runtime.provider.name!r} has no option {entry['id']!r}")
     if "bool_value" in entry:
@@ -236,6 +238,20 @@ def _set_option(runtime, option, value, applied):
         runtime.config_options = result["configOptions"]
     else:
         option["currentValue"] = value
+
+
+def _apply_mode(runtime, mode_id):
+    """Agents that expose session modes (not config options) take `mode` through session/set_mode."""
+    available = [m.get("id") for m in runtime.modes.get("availableModes", []) if isinstance(m, dict)]
+    if mode_id not in available:
+        raise _unsupported("acp_option", f"mode {mode_id!r} is not offered (offered: {', '.join(map(str, available))})")
+    if runtime.modes.get("currentModeId") != mode_id:
+        try:
+            runtime.process.call("session/set_mode", {"sessionId": runtime.acp_session_id, "modeId": mode_id},
+                                 SESSION_TIMEOUT)
+        except (AcpError, AgentExited, TimeoutError) as exc:
+            raise _unsupported("acp_option", f"provider refused mode {mode_id!r}: {exc}") from None
+        runtime.modes["currentModeId"] = mode_id
 
 
 def _apply_legacy_model(runtime, value, applied):
@@ -298,8 +314,9 @@ def _choices(option):
 def _take_options(runtime, result):
     result = result if isinstance(result, dict) else {}
     runtime.config_options = [o for o in result.get("configOptions") or [] if isinstance(o, dict)]
-    models = result.get("models")
+    models, modes = result.get("models"), result.get("modes")
     runtime.legacy_models = models if isinstance(models, dict) else None
+    runtime.modes = modes if isinstance(modes, dict) else None
 
 
 def _unsupported(name, message):
