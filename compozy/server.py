@@ -5,7 +5,6 @@ Layer 6 (surface). Signal handlers only set a flag; the main thread acts on it.
 
 import errno
 import fcntl
-import json
 import logging
 import os
 import resource

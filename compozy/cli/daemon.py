@@ -3,7 +3,6 @@
 Layer 6 (surface). `run` imports the server inside the function so the client stays light.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -137,5 +136,3 @@ def _tail(path, lines=20):
     with open(path, "rb") as handle:
         return b"".join(handle.readlines()[-lines:]).decode("utf-8", "replace")
 
-
-__all__ = ["daemon", "json"]
