@@ -6,9 +6,7 @@ Run it as `python3 -m compozy.agents.reference`; docs/reference-agent.md describ
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -17,64 +15,18 @@ import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from compozy.acp import protocol
-from compozy.agents.directives import (
-    DirectiveSteps, TurnCancelled, TurnFailed, crash_marker_key, log, parse_directives, split_context_replay,
-)
+from compozy.agents.directives import log
+from compozy.agents.sessions import Session, SessionStore, valid_history
+from compozy.agents.settings import Settings, env_flag
+from compozy.agents.turn import Turn, text_update
 
 AGENT_INFO = {"name": "compozy-reference", "title": "Compozy reference agent", "version": "1"}
 AUTH_METHOD = {"id": "reference-login", "name": "Reference login"}
-DEFAULT_MODELS = ("echo-1", "echo-2", "echo-large")
 SELECT_LABELS = {"model": ("Model", "model"), "reasoning_effort": ("Reasoning effort", "thought_level"),
                  "speed": ("Speed", "_speed")}
-POLL_SECONDS = 0.02
-CANCEL_GRACE_SECONDS = 2.0
-SESSION_ID_PATTERN = re.compile(r"ref_[0-9a-f]{32}")
 DEFERRED = object()
-
-
-def env_flag(env, name: str) -> bool:
-    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def default_state_dir(env) -> Path:
-    if env.get("COMPOZY_REFERENCE_STATE"):
-        return Path(env["COMPOZY_REFERENCE_STATE"])
-    if env.get("COMPOZY_HOME"):
-        return Path(env["COMPOZY_HOME"]) / "reference-agent"
-    return Path.home() / ".compozy" / "reference-agent"
-
-
-def parse_delay(raw: str) -> float:
-    try:
-        return max(0.0, float(raw or 0))
-    except ValueError:
-        log(f"ignoring invalid COMPOZY_REFERENCE_CHUNK_DELAY {raw!r}")
-        return 0.0
-
-
-@dataclass(frozen=True)
-class Settings:
-    require_auth: bool
-    load_session: bool
-    steering: bool
-    chunk_delay: float
-    models: tuple
-    state_dir: Path
-
-    @classmethod
-    def from_env(cls, env) -> Settings:
-        models = tuple(name.strip() for name in env.get("COMPOZY_REFERENCE_MODELS", "").split(",") if name.strip())
-        return cls(require_auth=env_flag(env, "COMPOZY_REFERENCE_REQUIRE_AUTH"),
-                   load_session=not env_flag(env, "COMPOZY_REFERENCE_NO_LOAD"),
-                   steering=env_flag(env, "COMPOZY_REFERENCE_STEERING"),
-                   chunk_delay=parse_delay(env.get("COMPOZY_REFERENCE_CHUNK_DELAY", "")),
-                   models=models or DEFAULT_MODELS, state_dir=default_state_dir(env))
-
-    def choices(self) -> dict:
-        return {"model": self.models, "reasoning_effort": ("low", "medium", "high"), "speed": ("normal", "fast")}
 
 
 class RpcError(Exception):
@@ -87,24 +39,11 @@ def invalid_params(reason: str) -> RpcError:
     return RpcError(protocol.INVALID_PARAMS, f"Invalid params: {reason}")
 
 
-@dataclass
-class Session:
-    session_id: str
-    cwd: str
-    config: dict
-    history: list = field(default_factory=list)
-    turn: Turn | None = None
-
-
 def text_of(blocks) -> str:
     if not isinstance(blocks, list):
         raise invalid_params("prompt must be a list of content blocks")
     texts = (block.get("text") for block in blocks if isinstance(block, dict) and block.get("type") == "text")
     return "".join(text for text in texts if isinstance(text, str))
-
-
-def text_update(kind: str, text: str, message_id: str) -> dict:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}, "messageId": message_id}
 
 
 def session_cwd(params: dict) -> str:
@@ -114,136 +53,6 @@ def session_cwd(params: dict) -> str:
     if not isinstance(params.get("mcpServers"), list):
         raise invalid_params("mcpServers must be a list")
     return cwd
-
-
-def valid_history(entries) -> list:
-    entries = entries if isinstance(entries, list) else []
-    return [entry for entry in entries if isinstance(entry, dict) and isinstance(entry.get("text"), str)
-            and entry.get("role") in ("user", "agent") and isinstance(entry.get("message_id"), str)]
-
-
-class Turn(DirectiveSteps):
-    """One session/prompt, run on its own thread so cancels and client answers are handled meanwhile."""
-
-    def __init__(self, agent: ReferenceAgent, session: Session, request_id, prompt_text: str):
-        self.agent, self.session, self.request_id, self.prompt_text = agent, session, request_id, prompt_text
-        self.replay = split_context_replay(prompt_text)
-        self.request_text = self.replay.request_text if self.replay else prompt_text
-        self.directives, self.clean_text = parse_directives(self.request_text)
-        names = [directive.name for directive in self.directives]
-        # These two change how the whole turn reacts to cancel and EOF, wherever they appear.
-        self.ignore_cancel = "hang" in names
-        self.slow_cancel = max([float(d.args[0]) for d in self.directives if d.name == "slow-cancel"], default=0.0)
-        self.ignores_term = "ignore-term" in names
-        self.message_id = uuid.uuid4().hex
-        self.reply_parts: list[str] = []
-        self.open_tool_calls: list[str] = []
-        self.earlier_user_messages: list[str] = []
-        self.stop_reason, self.usage, self.recall = "end_turn", None, False
-        self.cancel_requested, self.wake = threading.Event(), threading.Event()
-        self.steering: list[str] = []
-        self.steering_lock = threading.Lock()
-
-    def request_cancel(self) -> None:
-        self.cancel_requested.set()
-        self.wake.set()
-
-    def steer(self, text: str) -> None:
-        with self.steering_lock:
-            self.steering.append(text)
-        self.wake.set()
-
-    def run(self) -> None:
-        try:
-            message = protocol.make_result(self.request_id, self.execute())
-        except TurnCancelled:
-            message = protocol.make_result(self.request_id, self.finish_cancelled())
-        except TurnFailed:
-            message = protocol.make_error(self.request_id, protocol.INTERNAL_ERROR, "reference failure")
-        except Exception as error:  # answer the prompt rather than leave the client waiting forever
-            log(traceback.format_exc())
-            message = protocol.make_error(self.request_id, protocol.INTERNAL_ERROR, f"reference agent error: {error}")
-        self.agent.finish_turn(self, message)
-
-    def execute(self) -> dict:
-        if self.replay:
-            self.agent.record_replayed(self.session, self.replay.messages)
-        self.earlier_user_messages = self.agent.user_messages(self.session)
-        self.agent.record(self.session, "user", self.request_text)
-        if self.agent.thinking_enabled(self.session):
-            self.update(text_update("agent_thought_chunk", "thinking about it", uuid.uuid4().hex))
-        if self.replay:
-            self.say(f"[context replayed: {len(self.replay.messages)} messages] ")
-        for directive in self.directives:
-            self.checkpoint()
-            self.run_directive(directive)
-        self.checkpoint()
-        self.say(self.final_text())
-        return {"stopReason": self.stop_reason, **({"usage": self.usage} if self.usage else {})}
-
-    def final_text(self) -> str:
-        if self.recall:
-            return "history: " + " | ".join(self.earlier_user_messages)
-        if self.agent.session_model(self.session) == "echo-large":
-            return f"echo: {self.clean_text.upper()}"
-        return f"echo: {self.clean_text}"
-
-    def finish_cancelled(self) -> dict:
-        for call_id in self.open_tool_calls:
-            self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed"})
-        time.sleep(self.slow_cancel)
-        return {"stopReason": "cancelled"}
-
-    def checkpoint(self) -> None:
-        """A step boundary: deliver steering, then stop if cancelled."""
-        with self.steering_lock:
-            steered, self.steering = self.steering, []
-        for text in steered:
-            self.agent.record(self.session, "user", text)
-            self.say(f"steered: {text}")
-        if self.cancel_requested.is_set() and not self.ignore_cancel:
-            raise TurnCancelled()
-
-    def pause(self, seconds: float, until=None) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            self.checkpoint()
-            remaining = deadline - time.monotonic()
-            if (until is not None and until()) or remaining <= 0:
-                return
-            self.wake.wait(min(POLL_SECONDS, remaining))
-            self.wake.clear()
-
-    def update(self, update: dict) -> None:
-        self.agent.send_update(self.session.session_id, update)
-
-    def say(self, text: str) -> None:
-        if self.reply_parts and self.agent.settings.chunk_delay:
-            self.pause(self.agent.settings.chunk_delay)
-        self.reply_parts.append(text)
-        self.update(text_update("agent_message_chunk", text, self.message_id))
-
-    def absolute(self, path: str) -> str:
-        return os.path.normpath(os.path.join(self.session.cwd, path))
-
-    def ask_client(self, method: str, params: dict) -> protocol.Response | None:
-        """Send a request to the client and wait; None when cancelled before an answer came."""
-        pending = self.agent.send_request(method, {"sessionId": self.session.session_id, **params})
-        try:
-            while not pending.done.wait(POLL_SECONDS):
-                if self.cancel_requested.is_set() and not self.ignore_cancel:
-                    # After a cancel the client must still answer (permission: outcome cancelled).
-                    pending.done.wait(CANCEL_GRACE_SECONDS)
-                    break
-            return pending.response
-        finally:
-            self.agent.forget_request(pending)
-
-    def start_tool_call(self, title: str, kind: str, status: str, **extra) -> str:
-        call_id = self.agent.new_tool_call_id()
-        self.update({"sessionUpdate": "tool_call", "toolCallId": call_id, "title": title, "kind": kind,
-                     "status": status, **extra})
-        return call_id
 
 
 @dataclass
@@ -261,6 +70,7 @@ class ReferenceAgent:
         self.sessions: dict[str, Session] = {}
         self.pending: dict[object, PendingRequest] = {}
         self.lock = threading.RLock()
+        self.store = SessionStore(settings.state_dir, self.lock)
         self.request_ids, self.tool_call_ids = itertools.count(0), itertools.count(1)
         self.boolean_options = self.authenticated = False
         self.children: list[subprocess.Popen] = []
@@ -376,7 +186,7 @@ class ReferenceAgent:
         session = Session(f"ref_{uuid.uuid4().hex}", cwd, self.default_config())
         with self.lock:
             self.sessions[session.session_id] = session
-            self.save(session)
+            self.store.save(session)
         log(f"new session {session.session_id} in {cwd}")
         return {"sessionId": session.session_id, "configOptions": self.config_options(session)}
 
@@ -384,7 +194,9 @@ class ReferenceAgent:
         cwd = session_cwd(request.params)
         self.require_auth()
         session_id = request.params.get("sessionId")
-        stored = self.read_state(session_id)
+        stored = self.store.read(session_id)
+        if stored is None:
+            raise RpcError(protocol.RESOURCE_NOT_FOUND, "Resource not found", {"sessionId": session_id})
         with self.lock:
             current = self.sessions.get(session_id)
             if current and current.turn:
@@ -392,69 +204,16 @@ class ReferenceAgent:
             session = Session(session_id, cwd, self.sanitized_config(stored.get("config")),
                               valid_history(stored.get("history")))
             self.sessions[session_id] = session
-            self.save(session)
+            self.store.save(session)
         for entry in session.history:
             kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"
             self.send_update(session_id, text_update(kind, entry["text"], entry["message_id"]))
         log(f"loaded session {session_id} ({len(session.history)} messages)")
         return {"configOptions": self.config_options(session)}
 
-    def read_state(self, session_id) -> dict:
-        path = self.state_path(session_id) if isinstance(session_id, str) else None
-        try:
-            stored = json.loads(path.read_text(encoding="utf-8")) if path else None
-        except (OSError, ValueError):
-            stored = None
-        if not isinstance(stored, dict):
-            raise RpcError(protocol.RESOURCE_NOT_FOUND, "Resource not found", {"sessionId": session_id})
-        return stored
-
-    def state_path(self, session_id: str) -> Path | None:
-        if not SESSION_ID_PATTERN.fullmatch(session_id):
-            return None  # never let a client-chosen id escape the state folder
-        return self.settings.state_dir / f"{session_id}.json"
-
-    def save(self, session: Session) -> None:
-        """Atomically persist cwd, config values and history (tmp file + rename)."""
-        with self.lock:
-            state = {"sessionId": session.session_id, "cwd": session.cwd, "config": session.config,
-                     "history": session.history}
-            path = self.state_path(session.session_id)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(state, ensure_ascii=True), encoding="ascii")
-            os.replace(tmp, path)
-
     def claim_crash_marker(self, session_id: str, prompt_text: str) -> bool:
-        """True only the first time; the marker is on disk before the caller kills the process."""
-        marker_dir = self.settings.state_dir / "crash-markers"
-        marker_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            descriptor = os.open(marker_dir / crash_marker_key(session_id, prompt_text),
-                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            return False
-        for fd in (descriptor, os.open(marker_dir, os.O_RDONLY)):
-            os.fsync(fd)
-            os.close(fd)
-        return True
-
-    def record(self, session: Session, role: str, text: str) -> None:
-        with self.lock:
-            session.history.append({"role": role, "text": text, "message_id": uuid.uuid4().hex})
-            self.save(session)
-
-    def record_replayed(self, session: Session, messages: list) -> None:
-        with self.lock:
-            for message in messages:
-                message_id = message.get("messageId") or message.get("message_id") or uuid.uuid4().hex
-                session.history.append({"role": "user" if message["role"] == "user" else "agent",
-                                        "text": message["text"], "message_id": str(message_id), "replayed": True})
-            self.save(session)
-
-    def user_messages(self, session: Session) -> list[str]:
-        with self.lock:
-            return [entry["text"] for entry in session.history if entry["role"] == "user"]
+        """The [crash N once] directive asks the agent; the marker lives with the session state."""
+        return self.store.claim_crash_marker(session_id, prompt_text)
 
     def finish_turn(self, turn: Turn, message: dict) -> None:
         session = turn.session
@@ -462,7 +221,7 @@ class ReferenceAgent:
             if turn.reply_parts:
                 session.history.append({"role": "agent", "text": "".join(turn.reply_parts),
                                         "message_id": turn.message_id})
-            self.save(session)
+            self.store.save(session)
             session.turn = None  # before answering, so the client may prompt again at once
         self.send(message)
 
@@ -522,7 +281,7 @@ class ReferenceAgent:
         self.validate_option(config_id, value, request.params.get("type"))
         with self.lock:
             session.config[config_id] = value
-            self.save(session)
+            self.store.save(session)
         return {"configOptions": self.config_options(session)}
 
     def validate_option(self, config_id, value, value_type) -> None:

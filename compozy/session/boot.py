@@ -5,6 +5,7 @@ skipped (logged once per daemon run) and never deleted, moved or rewritten.
 """
 
 import logging
+import os
 
 from compozy.ids import is_valid_id
 from compozy.session.records import MetaError
@@ -32,19 +33,22 @@ class Reconciler:
 
     def run(self):
         on_disk = set()
+        indexed = self.store.catalog.indexed_mtimes()
         with self.store.catalog.transaction():  # one commit for the whole index, not one per session
             for name in self.store.directories():
                 if not is_valid_id(name, "sess"):
                     log.warning("ignoring %s in the sessions folder: not a session ID", name[:80])
                     continue
                 on_disk.add(name)
-                self._reconcile_directory(name)
+                mtime = _mtime(self.store.home.sessions_dir / name / "meta.json")
+                if mtime is None or indexed.get(name) != mtime:  # unchanged files are already indexed
+                    self._reconcile_directory(name, mtime)
         for session_id in set(self.store.catalog.session_ids()) - on_disk:
             log.warning("session %s has a catalog row but no directory; marked orphaned", session_id)
             self.store.catalog.set_orphaned(session_id)
         return self.skipped
 
-    def _reconcile_directory(self, session_id):
+    def _reconcile_directory(self, session_id, mtime=None):
         try:
             document = self.store.read_directory(session_id)
         except MetaError as exc:
@@ -55,7 +59,7 @@ class Reconciler:
         if reason:
             self._skip(session_id, document, reason)
         else:
-            self.store.index(document)
+            self.store.index(document, meta_mtime=mtime)
 
     def _skip(self, session_id, document, reason):
         self.skipped[session_id] = reason
@@ -69,3 +73,10 @@ class Reconciler:
     def _orphan_existing_row(self, session_id):
         if self.store.catalog.session_flags(session_id):
             self.store.catalog.set_orphaned(session_id)
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None

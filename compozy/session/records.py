@@ -54,15 +54,16 @@ class SessionStore:
     def save(self, document, touch=True):
         if touch:
             document["updated_at"] = now_iso()
-        write_meta(self.home.meta_file(document["id"]), document)
-        self.index(document)
+        path = self.home.meta_file(document["id"])
+        write_meta(path, document)
+        self.index(document, meta_mtime=os.stat(path).st_mtime_ns)
         return document
 
-    def index(self, document, orphaned=False):
+    def index(self, document, orphaned=False, meta_mtime=None):
         """The catalog row, with the rendered read a list returns for sessions not live here."""
         max_sequence = (document.get("fences") or {}).get("max_sequence", 0)
         resource = json.dumps(session_resource(document, None, max_sequence), separators=(",", ":"))
-        self.catalog.upsert_session(document, resource, orphaned)
+        self.catalog.upsert_session(document, resource, orphaned, meta_mtime)
 
     def get(self, session_id):
         """The indexed document, or None when the catalog does not know the ID."""

@@ -50,6 +50,7 @@ def make_models(db):
         updated_at = CharField()
         doc = TextField()
         resource = TextField(null=True)  # the rendered read of a session with no live runtime
+        meta_mtime = IntegerField(null=True)  # meta.json's mtime when indexed: boot skips unchanged files
 
         class Meta:
             table_name = "sessions"
@@ -128,8 +129,9 @@ class Catalog:
             db.execute_sql("CREATE UNIQUE INDEX IF NOT EXISTS admissions_message ON admissions "
                            "(session_id, message_id) WHERE message_id IS NOT NULL AND operation = 'prompt'")
             columns = {row[1] for row in db.execute_sql("PRAGMA table_info(sessions)").fetchall()}
-            if "resource" not in columns:  # catalogs written before rendered reads were kept
-                db.execute_sql("ALTER TABLE sessions ADD COLUMN resource TEXT")
+            for column, kind in (("resource", "TEXT"), ("meta_mtime", "INTEGER")):
+                if column not in columns:  # catalogs written by an earlier version
+                    db.execute_sql(f"ALTER TABLE sessions ADD COLUMN {column} {kind}")
 
     def close(self):
         self.guard.close()
@@ -168,7 +170,7 @@ class Catalog:
 
     # -- sessions ---------------------------------------------------------------
 
-    def upsert_session(self, doc, resource=None, orphaned=False):
+    def upsert_session(self, doc, resource=None, orphaned=False, meta_mtime=None):
         """Index a session document; resource is its rendered read (JSON text) for fast lists."""
         lineage = doc.get("lineage") or {}
         fields = {
@@ -178,7 +180,7 @@ class Catalog:
             "root_session_id": lineage.get("root_session_id") or doc["id"],
             "spawn_depth": lineage.get("spawn_depth") or 0, "lineage_kind": lineage.get("kind") or "",
             "orphaned": orphaned, "updated_at": doc.get("updated_at") or now_iso(),
-            "doc": json.dumps(doc, separators=(",", ":")), "resource": resource,
+            "doc": json.dumps(doc, separators=(",", ":")), "resource": resource, "meta_mtime": meta_mtime,
         }
         # Raw SQL: this runs on every lifecycle change and peewee's query building costs ~1.5 ms.
         columns = ["id", *fields]
@@ -203,6 +205,11 @@ class Catalog:
         with self.guard.read():
             row = self.SessionRow.get_or_none(self.SessionRow.id == session_id)
         return row and {"orphaned": row.orphaned, "workspace_id": row.workspace_id}
+
+    def indexed_mtimes(self):
+        """{session_id: meta_mtime} of rows that are not orphaned."""
+        with self.guard.read() as db:
+            return dict(db.execute_sql("SELECT id, meta_mtime FROM sessions WHERE orphaned = 0").fetchall())
 
     def session_ids(self):
         with self.guard.read():
