@@ -40,7 +40,8 @@ LAYER_OF = {
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
 SIBLING_PACKAGES = ("compozy.store", "compozy.session")
-AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives")
+AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
+                 "compozy.agents.turn", "compozy.agents.settings")
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.client")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.server"), ("compozy.cli.agent", "compozy.agents.reference")}
