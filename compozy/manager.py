@@ -37,6 +37,7 @@ log = logging.getLogger("compozy.manager")
 LIST_FILTERS = ("workspace", "parent", "root", "state", "agent", "archive", "limit", "cursor")
 MAX_LIST_LIMIT = 1000
 DEFAULT_LIST_LIMIT = 100
+ATTENTION_LIMIT = 100
 APPROVE_FIELDS = {"request_id": v.text(required=True), "decision": v.text(
     required=True, choices=tuple(d.value for d in PermissionDecision)), "turn_id": v.text()}
 
@@ -94,6 +95,18 @@ class SessionManager:
         bound = session.runtime is not None or (session.document.get("runtime") or {}).get("acp_session_id")
         if session.state in LIVE_STATES and bound:
             self.stopper.request(session, StopCause.SHUTDOWN, wait=True)
+
+    def daemon_status(self):
+        """The daemon at a glance: version, session counts by state, sessions that need attention."""
+        from compozy import __version__
+        attention = []
+        for session_id in self.catalog.attention_ids(ATTENTION_LIMIT):
+            document = self._document(session_id)
+            attention.append({k: document.get(k) for k in ("id", "name", "state", "workspace_id", "stop_reason",
+                                                            "stop_detail", "failure", "attention")})
+        return {"status": {"version": __version__, "accepting": self.services.accepting,
+                           "sessions": self.catalog.state_counts(), "live": len(self.live),
+                           "attention": attention}}
 
     # -- workspaces ---------------------------------------------------------------------
 

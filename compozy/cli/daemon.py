@@ -136,3 +136,23 @@ def _tail(path, lines=20):
     with open(path, "rb") as handle:
         return b"".join(handle.readlines()[-lines:]).decode("utf-8", "replace")
 
+
+
+@cli.command("status")
+@output_option()
+@click.pass_obj
+def overall_status(obj, output):
+    """The daemon at a glance: sessions by state and the ones with a failure or attention."""
+    _, document = obj.client.call("GET", "/api/status")
+    emit(document, output, _status_text)
+
+
+def _status_text(document):
+    status = document["status"]
+    counts = ", ".join(f"{n} {state}" for state, n in sorted(status["sessions"].items())) or "no sessions"
+    lines = [f"compozy {status['version']}: {counts}; {status['live']} live in this daemon"]
+    for session in status["attention"]:
+        failure = session.get("failure") or {}
+        lines.append(f"  {session['id']}  {session['state']}  {session.get('attention') or failure.get('kind')}: "
+                     f"{failure.get('summary') or session.get('stop_detail') or ''}")
+    return "\n".join(lines)

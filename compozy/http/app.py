@@ -24,9 +24,15 @@ def health(manager):
     return {"status": "ok", "version": __version__}
 
 
+def daemon_status(manager):
+    return manager.daemon_status()
+
+
 def all_routes():
     return (
         Route("GET", "/api/health", "daemon.health", health, "Liveness and version", statuses=()),
+        Route("GET", "/api/status", "daemon.status", daemon_status,
+              "Session counts by state and the sessions that need attention (failures)", statuses=()),
         Route("GET", "/api/openapi.json", "daemon.openapi", None, "This document", statuses=()),
         *sessions.ROUTES, *prompts.ROUTES, *streams.ROUTES,
     )

@@ -206,6 +206,19 @@ class Catalog:
             row = self.SessionRow.get_or_none(self.SessionRow.id == session_id)
         return row and {"orphaned": row.orphaned, "workspace_id": row.workspace_id}
 
+    def state_counts(self):
+        with self.guard.read() as db:
+            return dict(db.execute_sql("SELECT state, COUNT(*) FROM sessions WHERE orphaned = 0 AND archived = 0 "
+                                       "GROUP BY state").fetchall())
+
+    def attention_ids(self, limit):
+        """Newest sessions carrying a failure or an attention flag."""
+        with self.guard.read() as db:
+            rows = db.execute_sql(
+                "SELECT id FROM sessions WHERE orphaned = 0 AND archived = 0 AND (json_extract(doc, '$.failure') "
+                "IS NOT NULL OR json_extract(doc, '$.attention') IS NOT NULL) ORDER BY id DESC LIMIT ?", (limit,))
+            return [r[0] for r in rows.fetchall()]
+
     def indexed_mtimes(self):
         """{session_id: meta_mtime} of rows that are not orphaned."""
         with self.guard.read() as db:

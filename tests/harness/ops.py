@@ -77,6 +77,10 @@ def _session_call(method):
 
 
 OPS = {
+    "daemon.status": Op(
+        call=lambda m, a: m.daemon_status(),
+        http=lambda a: ("GET", "/api/status", None, None),
+        cli=lambda a: ["status"], cli_command="status", unwrap="status"),
     "workspace.create": Op(
         call=lambda m, a: m.create_workspace(a),
         http=lambda a: ("POST", "/api/workspaces", None, a),
