@@ -221,13 +221,13 @@ class Inputs:
     # -- hooks the worker calls -------------------------------------------------------------
 
     def started(self, session, turn):
-        session.inflight.pop(turn.idempotency_key, None)
         if turn.entry_id:
             self.catalog.update_entry(turn.entry_id, status=QueueStatus.SENT)
             session.marker(MarkerKind.PROMPT_ACCEPTED, f"queued input started: {turn.message[:200]}", turn.id,
                            entry_id=turn.entry_id)
         elif turn.admission_id:
             self.catalog.update_admission(turn.admission_id, state="started", result=turn.result)
+        session.inflight.pop(turn.idempotency_key, None)  # after the result is durable: a retry replays it
         if session.document["state"] == SessionState.STARTING:
             session.change_state(SessionState.ACTIVE, stop_reason=None, stop_detail=None, verified=None)
 
