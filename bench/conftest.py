@@ -26,6 +26,7 @@ if str(ROOT) not in sys.path:
 
 from compozy.client import Client, path_of  # noqa: E402
 from tests.harness.daemon import DaemonProcess  # noqa: E402
+from tests.harness.fixtures import daemon, home, workspace  # noqa: E402,F401 (fixtures by name)
 
 
 def pytest_collect_file(file_path, parent):
@@ -38,29 +39,6 @@ def pytest_collect_file(file_path, parent):
 
 
 # -- homes and daemons ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("COMPOZY_HOME", str(path))
-    monkeypatch.delenv("COMPOZY_URL", raising=False)
-    return path
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path.resolve()
-
-
-@pytest.fixture
-def daemon(home):
-    process = DaemonProcess(home).start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ session at the same instant get one `started` and one `queued`, never two runnin
 The trace is read straight from the session's events.db and the catalog (compozy.db).
 """
 
-import json
 import sqlite3
 import threading
 import time
@@ -16,6 +15,7 @@ import pytest
 
 from compozy.client import Client, path_of
 from compozy.errors import CompozyError
+from tests.harness.runner import read_events
 
 PROMPTS = 50
 QUEUE_CAP = 10
@@ -23,22 +23,6 @@ WAIT = 60.0
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-def read_events(home, session_id, kind=None):
-    path = Path(home) / "sessions" / session_id / "events.db"
-    if not path.exists():
-        return []
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    try:
-        query = "SELECT sequence, turn_id, type, content FROM events"
-        rows = connection.execute(query + (" WHERE type = ?" if kind else "") + " ORDER BY sequence",
-                                  (kind,) if kind else ()).fetchall()
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        connection.close()
-    return [{"sequence": r[0], "turn_id": r[1], "type": r[2], "content": json.loads(r[3])} for r in rows]
-
 
 def catalog_rows(home, table, session_id):
     connection = sqlite3.connect(f"file:{Path(home) / 'compozy.db'}?mode=ro", uri=True, timeout=5)

@@ -240,31 +240,35 @@ def _set_option(runtime, option, value, applied):
         option["currentValue"] = value
 
 
+# Older ways to choose a value, for agents without the config option:
+# (state attribute, list key, id key, current key, method, param, snapshot field)
+MODES = ("modes", "availableModes", "id", "currentModeId", "session/set_mode", "modeId", "acp_option")
+LEGACY_MODELS = ("legacy_models", "availableModels", "modelId", "currentModelId", "session/set_model", "modelId",
+                 "model")
+
+
 def _apply_mode(runtime, mode_id):
     """Agents that expose session modes (not config options) take `mode` through session/set_mode."""
-    available = [m.get("id") for m in runtime.modes.get("availableModes", []) if isinstance(m, dict)]
-    if mode_id not in available:
-        raise _unsupported("acp_option", f"mode {mode_id!r} is not offered (offered: {', '.join(map(str, available))})")
-    if runtime.modes.get("currentModeId") != mode_id:
-        try:
-            runtime.process.call("session/set_mode", {"sessionId": runtime.acp_session_id, "modeId": mode_id},
-                                 SESSION_TIMEOUT)
-        except (AcpError, AgentExited, TimeoutError) as exc:
-            raise _unsupported("acp_option", f"provider refused mode {mode_id!r}: {exc}") from None
-        runtime.modes["currentModeId"] = mode_id
+    _apply_choice(runtime, MODES, mode_id)
 
 
 def _apply_legacy_model(runtime, value, applied):
-    available = [m.get("modelId") for m in runtime.legacy_models.get("availableModels", [])]
+    _apply_choice(runtime, LEGACY_MODELS, value)
+
+
+def _apply_choice(runtime, kind, value):
+    attribute, list_key, id_key, current_key, method, param, field = kind
+    state = getattr(runtime, attribute)
+    available = [entry.get(id_key) for entry in state.get(list_key, []) if isinstance(entry, dict)]
     if value not in available:
-        raise _unsupported("model", f"model {value!r} is not offered (offered: {', '.join(map(str, available))})")
-    if runtime.legacy_models.get("currentModelId") != value:
-        try:
-            runtime.process.call("session/set_model", {"sessionId": runtime.acp_session_id, "modelId": value},
-                                 SESSION_TIMEOUT)
-        except (AcpError, AgentExited, TimeoutError) as exc:
-            raise _unsupported("model", f"provider refused model {value!r}: {exc}") from None
-        runtime.legacy_models["currentModelId"] = value
+        raise _unsupported(field, f"{value!r} is not offered (offered: {', '.join(map(str, available))})")
+    if state.get(current_key) == value:
+        return
+    try:
+        runtime.process.call(method, {"sessionId": runtime.acp_session_id, param: value}, SESSION_TIMEOUT)
+    except (AcpError, AgentExited, TimeoutError) as exc:
+        raise _unsupported(field, f"provider refused {value!r}: {exc}") from None
+    state[current_key] = value
 
 
 def _rollback(runtime, applied):
