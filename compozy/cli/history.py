@@ -29,7 +29,8 @@ def events(obj, session_id, output, types, **filters):
 def _event_line(event):
     content = event["content"]
     detail = content.get("text") or content.get("stop_reason") or content.get("error") or \
-        (content.get("marker") or {}).get("summary") or ""
+        (content.get("marker") or {}).get("summary") or content.get("title") or \
+        " ".join(str(content[k]) for k in ("tool_call_id", "status", "request_id", "decision") if content.get(k))
     return f"#{event['sequence']:<6} {event['timestamp'][11:23]}  {event['type']:<26} {str(detail)[:80]}"
 
 
