@@ -7,27 +7,15 @@ http.client is used directly so each test controls every header.
 import http.client
 import json
 import os
-import socket
 
 import pytest
 
+from compozy.client import UnixConnection
 from compozy.errors import ERRORS, TOP_LEVEL_FIELDS
 from tests.harness.daemon import DaemonProcess
 
 MAX_BODY = 8 * 1024 * 1024
 JSON = {"Content-Type": "application/json"}
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=30):
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = path
-
-    def connect(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self.socket_path)
-        self.sock = sock
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +43,7 @@ class Answer:
 
 
 def send(daemon, method, path, body=None, headers=None, unix=False, chunked=False):
-    connection = (UnixHTTPConnection(daemon.info["socket"]) if unix
+    connection = (UnixConnection(daemon.info["socket"], 30) if unix
                   else http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30))
     try:
         connection.request(method, path, body=body, headers=dict(headers or {}), encode_chunked=chunked)
