@@ -9,28 +9,8 @@ import json
 import os
 import time
 
-from compozy.client import Client, path_of
-
-TURN_TIMEOUT = 15.0
-
-
-def _spath(session, *rest):
-    return path_of("api", "workspaces", session["workspace_id"], "sessions", session["id"], *rest)
-
-
-def _run_turn(api, session, message):
-    _, document = api.call("POST", _spath(session, "prompt"), {"message": message})
-    turn_id = document["prompt"]["turn_id"]
-    deadline = time.monotonic() + TURN_TIMEOUT
-    while time.monotonic() < deadline:
-        _, page = api.call("GET", _spath(session, "events"), query={"turn_id": turn_id, "type": "done,error"})
-        if page["events"]:
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"turn {turn_id} did not end within {TURN_TIMEOUT}s")
-    _, page = api.call("GET", _spath(session, "events"), query={"turn_id": turn_id, "type": "agent_message,done"})
-    return page["events"]
+from compozy.client import Client
+from tests.harness.api import TURN_TIMEOUT, run_turn as _run_turn, spath as _spath
 
 
 def test_symlinks_are_followed_and_escapes_through_them_refused(daemon, tmp_path):

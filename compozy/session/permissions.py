@@ -3,7 +3,7 @@ the workspace only.
 
 Layer 4. approve-all allows once, deny-all rejects, approve-reads allows reads and holds the
 rest as pending interactions until POST .../approve or the timeout (reject-once). Paths are
-resolved with symlinks followed; anything outside the workspace is refused in every mode.
+opened race-free beneath the workspace root (compozy.boundary); nothing outside is ever touched.
 """
 
 import logging
@@ -11,9 +11,11 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+from compozy import boundary
 from compozy.acp import protocol
 from compozy.clock import monotonic
 from compozy.ids import new_id
+from compozy.session.workspaces import protected_homes, unsafe_reason
 from compozy.states import PermissionDecision, PermissionMode
 
 log = logging.getLogger("compozy.permissions")
@@ -35,13 +37,13 @@ class PendingRequest:
     turn_id: str | None
     kind: str  # "permission" or "fs_write"
     options: list = field(default_factory=list)
-    write: tuple | None = None  # (path, content) for a held file write
+    write: tuple | None = None  # (workspace root, path, bytes) for a held file write
     created: float = field(default_factory=monotonic)
 
 
 def inside(root, path):
     """The canonical path when path is absolute and (symlinks followed) inside root, else None."""
-    if not isinstance(path, str) or "\x00" in path or not os.path.isabs(path):
+    if root is None or not isinstance(path, str) or "\x00" in path or not os.path.isabs(path):
         return None
     real_root = os.path.realpath(root)
     real = os.path.realpath(path)
@@ -57,8 +59,13 @@ class AgentRequests:
         return self.services.config["permissions.mode"]
 
     def workspace_root(self, session):
+        """The canonical folder stored at registration (never re-resolved); None for a workspace
+        registered before the home rules, which may hold the daemon's home: it gets no file access."""
         workspace = self.services.catalog.workspace(session.document["workspace_id"])
-        return workspace["path"] if workspace else session.document["cwd"]
+        root = workspace["path"] if workspace else session.document["cwd"]
+        if unsafe_reason(root, protected_homes(self.services.home.root)):
+            return None
+        return root
 
     def handle(self, session, runtime, request):
         handler = {"session/request_permission": self._permission, "fs/read_text_file": self._read,
@@ -168,52 +175,66 @@ class AgentRequests:
 
     def _read(self, session, runtime, request):
         params, process = request.params, runtime.process
-        path = inside(self.workspace_root(session), params.get("path"))
-        if path is None or self.mode() == PermissionMode.DENY_ALL:
+        if self.mode() == PermissionMode.DENY_ALL:
             return self._refuse(session, process, request, "fs/read_text_file", params.get("path"))
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(MAX_READ_BYTES)
+            data = boundary.read_file(self.workspace_root(session), params.get("path"), MAX_READ_BYTES)
+        except boundary.OutsideWorkspace as exc:
+            return self._refuse(session, process, request, "fs/read_text_file", params.get("path"), str(exc))
         except FileNotFoundError:
             return process.respond_error(request.id, protocol.RESOURCE_NOT_FOUND, "Resource not found",
                                          {"path": params.get("path")})
         except OSError as exc:
             return process.respond_error(request.id, protocol.INTERNAL_ERROR, f"cannot read: {exc.strerror}")
+        text = data.decode("utf-8", errors="replace")
         process.respond(request.id, {"content": _slice_lines(text, params.get("line"), params.get("limit"))})
 
     def _write(self, session, runtime, request):
         params, process = request.params, runtime.process
-        path = inside(self.workspace_root(session), params.get("path"))
-        content = params.get("content")
-        mode = self.mode()
-        if path is None or not isinstance(content, str) or mode == PermissionMode.DENY_ALL:
-            return self._refuse(session, process, request, "fs/write_text_file", params.get("path"))
+        path, content = params.get("path"), params.get("content")
+        mode, root = self.mode(), self.workspace_root(session)
+        try:
+            boundary.relative_part(root, path)
+        except boundary.OutsideWorkspace as exc:
+            return self._refuse(session, process, request, "fs/write_text_file", path, str(exc))
+        if mode == PermissionMode.DENY_ALL:
+            return self._refuse(session, process, request, "fs/write_text_file", path)
+        if not isinstance(content, str):
+            return process.respond_error(request.id, protocol.INVALID_PARAMS, "content must be a string")
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError:
+            return process.respond_error(request.id, protocol.INVALID_PARAMS, "content is not valid Unicode text")
         pending = PendingRequest(new_id("perm"), runtime, request.id, session.current_turn_id(), "fs_write",
-                                 write=(path, content))
+                                 write=(root, path, data))
         if mode == PermissionMode.APPROVE_ALL:
             return self._finish_write(pending, PermissionDecision.ALLOW_ONCE.value)
-        self._hold(session, pending, {"tool_call_id": None, "title": f"Write {params.get('path')}",
+        self._hold(session, pending, {"tool_call_id": None, "title": f"Write {path}",
                                       "action": "edit", "resource": path, "options": []})
 
     def _finish_write(self, pending, decision):
+        """The write happens now, opened race-free beneath the root: whatever the path became while
+        the request waited for approval, nothing outside the workspace is touched."""
         process = pending.runtime.process
         if not decision.startswith("allow"):
             return process.respond_error(pending.rpc_id, ACCESS_DENIED, f"write not approved ({decision})")
-        path, content = pending.write
+        root, path, data = pending.write
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(content)
+            boundary.write_file(root, path, data)
+        except boundary.OutsideWorkspace as exc:
+            log.warning("refused fs/write_text_file of %r: %s", str(path)[:200], exc)
+            return process.respond_error(pending.rpc_id, ACCESS_DENIED, f"access denied: {exc}",
+                                         {"path": str(path)[:500]})
         except OSError as exc:
             return process.respond_error(pending.rpc_id, protocol.INTERNAL_ERROR, f"cannot write: {exc.strerror}")
         process.respond(pending.rpc_id, None)
 
-    def _refuse(self, session, process, request, method, path):
+    def _refuse(self, session, process, request, method, path, why=None):
         log.warning("session %s: refused %s of %r", session.id, method, str(path)[:200])
-        process.respond_error(request.id, ACCESS_DENIED,
-                              f"access denied: {method} is limited to the session's workspace"
-                              + (" and the deny-all policy refuses it" if self.mode() == PermissionMode.DENY_ALL else ""),
-                              {"path": str(path)[:500]})
+        reason = why or f"{method} is limited to the session's workspace"
+        if self.mode() == PermissionMode.DENY_ALL:
+            reason += " and the deny-all policy refuses it"
+        process.respond_error(request.id, ACCESS_DENIED, f"access denied: {reason}", {"path": str(path)[:500]})
 
 
 def _slice_lines(text, line, limit):

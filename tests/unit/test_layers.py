@@ -3,7 +3,7 @@
 Layers (shared/reference/style.md section 6.3, as fixed for this project):
   0 errors, states, ids, clock, location (and the package root, which holds only __version__)
   1 config, paths, validate, redact
-  2 store.*, acp.protocol, serialize, proc (the operating-system seam, stdlib only)
+  2 store.*, acp.protocol, serialize, proc and boundary (the operating-system seams, stdlib only)
   3 acp.driver
   4 session.*
   5 manager
@@ -33,7 +33,7 @@ LAYER_OF = {
     "compozy.location": 0,
     "compozy.config": 1, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
     "compozy.store": 2, "compozy.acp": 2, "compozy.acp.protocol": 2, "compozy.serialize": 2,
-    "compozy.proc": 2, "compozy.acp.driver": 3,
+    "compozy.proc": 2, "compozy.boundary": 2, "compozy.acp.driver": 3,
     "compozy.session": 4,
     "compozy.manager": 5,
     "compozy.http": 6, "compozy.server": 6, "compozy.client": 6, "compozy.cli": 6, "compozy.__main__": 6,

@@ -1,0 +1,36 @@
+"""Small helpers for tests that drive a real daemon through the HTTP client directly."""
+
+import time
+
+from compozy.client import path_of
+
+TURN_TIMEOUT = 15.0
+
+
+def spath(session, *rest):
+    """The workspace-scoped path of a session resource (S in interface.md)."""
+    return path_of("api", "workspaces", session["workspace_id"], "sessions", session["id"], *rest)
+
+
+def wait_for(predicate, timeout=TURN_TIMEOUT, interval=0.05, what="condition"):
+    """Poll until predicate() is truthy and return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout}s")
+        time.sleep(interval)
+
+
+def events(api, session, **query):
+    return api.call("GET", spath(session, "events"), query=query)[1]["events"]
+
+
+def run_turn(api, session, message):
+    """Send a prompt, wait for its turn to end, and return its agent_message and done events."""
+    _, document = api.call("POST", spath(session, "prompt"), {"message": message})
+    turn_id = document["prompt"]["turn_id"]
+    wait_for(lambda: events(api, session, turn_id=turn_id, type="done,error"), what=f"end of turn {turn_id}")
+    return events(api, session, turn_id=turn_id, type="agent_message,done")

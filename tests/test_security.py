@@ -1,0 +1,65 @@
+"""Attacks on the lines the daemon promises to hold, each reproduced against a real daemon and agent.
+
+The workspace boundary: an agent's client file requests never reach outside the workspace, even
+when a path is swapped for a symlink while a write waits for approval.
+"""
+
+import os
+
+import pytest
+
+from compozy.client import Client
+from tests.harness.api import events, spath, wait_for
+from tests.harness.daemon import DaemonProcess
+
+
+@pytest.fixture
+def approve_reads_daemon(home):
+    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+    process = DaemonProcess(home).start()
+    yield process
+    process.stop()
+
+
+def test_an_approved_write_never_follows_a_link_planted_while_it_waited(approve_reads_daemon, tmp_path):
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    target = outside / "victim.txt"
+    target.write_text("untouched")
+    api = Client(approve_reads_daemon.http_url, timeout=30)
+    session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
+    try:
+        turn_id = api.call("POST", spath(session, "prompt"), {"message": "[write held.txt payload] go"})[1][
+            "prompt"]["turn_id"]
+        pending = wait_for(lambda: events(api, session, turn_id=turn_id, type="permission"), what="held write")
+        os.symlink(target, workspace / "held.txt")  # swapped in while the write waits for a person
+        _, answer = api.call("POST", spath(session, "approve"),
+                             {"request_id": pending[0]["content"]["request_id"], "decision": "allow-once"})
+        assert answer["permission"]["status"] == "approved"
+        wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn")
+        texts = [e["content"]["text"] for e in events(api, session, turn_id=turn_id, type="agent_message")]
+        assert texts[0].startswith("write refused: access denied"), texts
+        assert target.read_text() == "untouched"
+        assert os.path.islink(workspace / "held.txt")
+    finally:
+        api.call("POST", spath(session, "stop"), {"wait": True})
+
+
+def test_a_workspace_registered_over_the_home_cannot_hold_new_sessions(home, tmp_path):
+    """A catalog written before the home rules may hold a workspace that contains the home: its
+    sessions get no file access (compozy.boundary refuses a root of None), and new ones are refused."""
+    from compozy.store.catalog import Catalog
+
+    home.mkdir(exist_ok=True)
+    (home / "secret.txt").write_text("catalog secrets")
+    catalog = Catalog(home / "compozy.db")
+    catalog.add_workspace("ws_01ARZ3NDEKTSV4RRFFQ69G5FAV", "legacy", str(home.resolve()))
+    catalog.close()
+    daemon = DaemonProcess(home).start()
+    try:
+        api = Client(daemon.http_url, timeout=30)
+        refused = pytest.raises(Exception, api.call, "POST", "/api/sessions", {"workspace": "legacy"})
+        assert refused.value.code == "invalid_request"
+    finally:
+        daemon.stop()
