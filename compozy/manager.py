@@ -47,7 +47,7 @@ class SessionManager:
         self.home, self.config = home.ensure(), config
         self.catalog = Catalog(home.catalog_file)
         self.store = SessionStore(home, self.catalog, EventLogPool(home))
-        self.workspaces = Workspaces(self.catalog)
+        self.workspaces = Workspaces(self.catalog, home.root)
         self.live = {}
         self._live_lock = threading.Lock()
         self.services = Services(home, config, self.catalog, self.store, Feed(),

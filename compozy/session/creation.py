@@ -27,8 +27,8 @@ def create_session(body, *, config, workspaces, store):
     if "name" in body and not body["name"].strip():
         raise invalid("name must not be blank", field="name")
     agent = config.agent(body.get("agent_name", "general"))  # step 1: resolve the agent definition
-    workspace = (workspaces.resolve(body["workspace"]) if "workspace" in body
-                 else workspaces.for_path(body["workspace_path"]))  # step 1: and the workspace
+    workspace = workspaces.check_usable(workspaces.resolve(body["workspace"]) if "workspace" in body
+                                        else workspaces.for_path(body["workspace_path"]))  # step 1: and the workspace
     session_id = new_id("sess")
     lineage = _lineage(body, workspace, store, session_id)
     document = new_document(session_id, name=body.get("name"), session_type=body.get("type", "user"),

@@ -1,6 +1,7 @@
 """Workspaces: registered by name and absolute path, resolved by name or ID.
 
-Layer 4.
+Layer 4. A workspace is the boundary of an agent's file requests, so it may never contain the
+daemon's home (the catalog, other sessions' transcripts, config.toml) nor be a system folder.
 """
 
 import os
@@ -10,10 +11,13 @@ from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, new_id
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
+DEFAULT_HOME = os.path.join(os.path.expanduser("~"), ".compozy")
 
 
-def check_directory(path, field="path"):
-    """An absolute path to an existing directory, returned in canonical (symlink-free) form."""
+def check_directory(path, protected, field="path"):
+    """An absolute path to an existing directory, in canonical (symlink-free) form, that may serve
+    as a workspace: never `/`, a system folder, or a folder that holds or lies in a protected home."""
     if not isinstance(path, str) or not path:
         raise invalid(f"{field} must be a non-empty string", field=field)
     if "\x00" in path or not os.path.isabs(path):
@@ -21,7 +25,29 @@ def check_directory(path, field="path"):
     real = os.path.realpath(path)
     if not os.path.isdir(real):
         raise invalid(f"{field} {path!r} is not an existing directory", field=field)
+    reason = unsafe_reason(real, protected)
+    if reason:
+        raise invalid(f"{field} {path!r} cannot be a workspace: {reason}", field=field, reason=reason)
     return real
+
+
+def unsafe_reason(real, protected):
+    """Why the canonical folder `real` cannot be a workspace, or None."""
+    if real == "/":
+        return "the root folder holds everything, the daemon's home included"
+    if any(real == system or real.startswith(system + "/") for system in SYSTEM_FOLDERS):
+        return "system folders are not workspaces"
+    for home in protected:
+        if home == real or home.startswith(real.rstrip("/") + "/"):
+            return f"it contains the compozy home {home}"
+        if real.startswith(home + "/"):
+            return f"it lies inside the compozy home {home}"
+    return None
+
+
+def protected_homes(home_root):
+    """The daemon's own home and the default one, canonical: agents must reach neither."""
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in (home_root, DEFAULT_HOME)))
 
 
 def check_name(name, field="name"):
@@ -34,8 +60,9 @@ def check_name(name, field="name"):
 class Workspaces:
     """Workspace lookups, cached: the catalog is only written through this object."""
 
-    def __init__(self, catalog):
+    def __init__(self, catalog, home_root):
         self.catalog = catalog
+        self.protected = protected_homes(home_root)
         self._by_key = {}
 
     def _remember(self, workspace):
@@ -52,7 +79,8 @@ class Workspaces:
         return self._remember(found)
 
     def register(self, name, path):
-        return self._remember(self.catalog.add_workspace(new_id("ws"), check_name(name), check_directory(path)))
+        real = check_directory(path, self.protected)
+        return self._remember(self.catalog.add_workspace(new_id("ws"), check_name(name), real))
 
     def resolve(self, reference):
         """By ID or name; anything else is workspace_not_found."""
@@ -64,9 +92,17 @@ class Workspaces:
             raise CompozyError("workspace_not_found", f"no workspace {reference[:80]!r}", workspace=reference[:80])
         return found
 
+    def check_usable(self, workspace):
+        """Refuse new sessions in a workspace registered before the home rules existed."""
+        reason = unsafe_reason(workspace["path"], self.protected)
+        if reason:
+            raise invalid(f"workspace {workspace['name']} cannot hold sessions: {reason}", field="workspace",
+                          reason=reason)
+        return workspace
+
     def for_path(self, path):
         """The workspace registered at path, or a new one named after the directory."""
-        real = check_directory(path, "workspace_path")
+        real = check_directory(path, self.protected, "workspace_path")
         existing = self._lookup("path", real)
         if existing:
             return existing
