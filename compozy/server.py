@@ -29,7 +29,10 @@ log = logging.getLogger("compozy.daemon")
 # Every open SSE stream holds a worker thread for its lifetime (4 default threads = 4 viewers
 # hang everything else); 256 threads serve 200+ viewers plus ordinary requests.
 THREADS = 256
-CONNECTION_LIMIT = 512
+# Descriptors kept free for agents' pipes, event stores and log files when sizing the connection limit.
+DESCRIPTOR_RESERVE = 1024
+MAX_CONNECTIONS = 10_000
+IDLE_CONNECTION_TIMEOUT = 60  # seconds an idle keep-alive connection is kept; a running stream never idles
 WAITRESS_BODY_LIMIT = 64 * 1024 * 1024  # above the app's 8 MiB so the app answers 413 in JSON
 
 
@@ -70,10 +73,20 @@ def acquire_lock(home):
 
 
 def raise_descriptor_limit():
+    """Raise the soft limit to the hard one; returns the new soft limit."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    log.info("file descriptor limit: soft %s -> %s (hard %s)", soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    log.info("file descriptor limit: soft %s -> %s (hard %s)", soft, limit, hard)
+    return limit
+
+
+def connection_limit(descriptors):
+    """As many connections as the descriptors allow once agents and stores have their reserve."""
+    if descriptors == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(100, min(MAX_CONNECTIONS, descriptors - DESCRIPTOR_RESERVE))
 
 
 def parse_listen(address, allow_remote):
@@ -119,18 +132,20 @@ def bind_unix(path):
     return sock
 
 
-def serve(app, sockets):
+def serve(app, sockets, descriptors):
     """One waitress loop and one worker pool for TCP and the Unix socket.
 
     waitress refuses to mix socket families in one server, so each family gets a server object
-    registered in a shared socket map and task dispatcher; running one loop serves both.
+    registered in a shared socket map and task dispatcher; running one loop serves both. The loop
+    polls: select() dies on any descriptor past 1,024, and then the daemon would answer nothing.
     """
     shared_map = {}
     dispatcher = ThreadedTaskDispatcher()
     dispatcher.set_thread_count(THREADS)
     return [waitress.create_server(app, map=shared_map, _dispatcher=dispatcher, sockets=[sock],
-                                   threads=THREADS, connection_limit=CONNECTION_LIMIT,
-                                   max_request_body_size=WAITRESS_BODY_LIMIT, channel_timeout=300, ident="compozy")
+                                   threads=THREADS, connection_limit=connection_limit(descriptors),
+                                   asyncore_use_poll=True, channel_timeout=IDLE_CONNECTION_TIMEOUT,
+                                   cleanup_interval=10, max_request_body_size=WAITRESS_BODY_LIMIT, ident="compozy")
             for sock in sockets]
 
 
@@ -146,19 +161,21 @@ class Daemon:
         self.host = None
         self.socket_path = socket_path or home.socket_file
         self.stop_requested = threading.Event()
+        self.server_failed = False
 
     def run(self, announce=print):
+        """Serve until SIGTERM or SIGINT (exit code 0), or until the server loop dies (exit code 1)."""
         lock_fd = acquire_lock(self.home)
         setup_logging(self.home)
-        raise_descriptor_limit()
+        descriptors = raise_descriptor_limit()
         config = load_config(self.home.config_file)
         sockets, port = self._bind()
         manager = SessionManager(self.home, config).start()
         app = create_app(manager, port, token=self.token)
-        servers = serve(app, sockets)
+        servers = serve(app, sockets, descriptors)
         url = f"http://{_url_host(self.host)}:{port}" if port else None
         self._install_signal_handlers()
-        threading.Thread(target=servers[0].run, name="waitress", daemon=True).start()
+        threading.Thread(target=self.serve_loop, args=(servers[0],), name="waitress", daemon=True).start()
         write_private_json(self.home.daemon_file, {"pid": os.getpid(), "http": url, "socket": str(self.socket_path),
                                                    "started_at": now_iso(), "version": __version__})
         log.info("daemon ready (pid %s, http %s, socket %s)", os.getpid(), url, self.socket_path)
@@ -172,7 +189,19 @@ class Daemon:
             for server in servers:
                 server.close()
             self._cleanup(lock_fd)
-        return 0
+        return 1 if self.server_failed else 0
+
+    def serve_loop(self, server):
+        """The network loop; if it ever ends on its own the daemon is deaf, so it shuts down and
+        exits non-zero for a supervisor to restart it rather than hold its lock answering nothing."""
+        try:
+            server.run()
+        except BaseException:  # noqa: BLE001 (whatever killed the loop, the daemon must not stay deaf)
+            log.exception("the server loop died")
+        if not self.stop_requested.is_set():
+            log.error("the server loop stopped unexpectedly; shutting down with exit code 1")
+            self.server_failed = True
+            self.stop_requested.set()
 
     def _bind(self):
         sockets, port = [], None
