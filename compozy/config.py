@@ -4,12 +4,11 @@ Layer 1: imports only layer 0. Precedence: built-in defaults < config.toml.
 """
 
 import re
-import sys
 import tomllib
 from dataclasses import dataclass, field
 
 from compozy.errors import CompozyError
-from compozy.location import zipapp_path
+from compozy.location import self_command
 from compozy.states import BusyMode, PermissionMode
 
 
@@ -79,11 +78,8 @@ def parse_duration(text):
 
 
 def reference_command():
-    """How to start the built-in reference agent, from a checkout, an install or the zipapp."""
-    pyz = zipapp_path()
-    if pyz:
-        return [sys.executable, pyz, "agent", "reference"]
-    return [sys.executable, "-m", "compozy.agents.reference"]
+    """How to start the built-in reference agent: through this compozy itself (checkout, install or archive)."""
+    return self_command("agent", "reference")
 
 
 @dataclass(frozen=True)

@@ -1,33 +1,43 @@
-"""Where this compozy runs from: a checkout, an install, or the zipapp; how to run it again.
+"""Where this compozy runs from: a checkout, an install, or a single-file archive; how to run it again.
 
 Layer 0: stdlib only.
 """
 
 import os
 import sys
+import zipfile
 
 
 def package_root():
-    """The folder that holds the compozy package (a checkout, site-packages, or the zipapp)."""
+    """The folder (or archive) that holds the compozy package: a checkout, site-packages, a zipapp."""
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def zipapp_path():
-    root = package_root()
-    return root if root.endswith(".pyz") else None
+def archive_path():
+    """The zip archive this process was started from, else None.
 
-
-def child_environment(extra=None):
-    """The daemon's environment for a child that must import compozy, plus extra."""
-    env = dict(os.environ)
-    root = package_root()
-    if not zipapp_path():
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    env.update(extra or {})
-    return env
+    A stdlib zipapp imports compozy from inside the archive; shiv unpacks it to a cache folder
+    but leaves the archive in argv[0]. Either way, running the archive again is how to run us.
+    """
+    for candidate in (package_root(), sys.argv[0] if sys.argv else ""):
+        if candidate and os.path.isfile(candidate) and zipfile.is_zipfile(candidate):
+            return os.path.abspath(candidate)
+    return None
 
 
 def self_command(*args):
-    """argv that runs this compozy again (from a checkout, an install or the zipapp)."""
-    pyz = zipapp_path()
-    return [sys.executable, pyz, *args] if pyz else [sys.executable, "-m", "compozy", *args]
+    """argv that runs `compozy ARGS` again the way this process runs (checkout, install or archive)."""
+    archive = archive_path()
+    if archive is None:
+        return [sys.executable, "-m", "compozy", *args]
+    isolated = ["-I"] if sys.flags.isolated else []  # an archive needs no PYTHONPATH, so keep -I
+    return [sys.executable, *isolated, archive, *args]
+
+
+def child_environment(extra=None):
+    """The environment for a child that must import compozy (see self_command), plus extra."""
+    env = dict(os.environ)
+    if not archive_path():
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
+    env.update(extra or {})
+    return env

@@ -8,8 +8,10 @@ as a keep-alive flag.
 
 import logging
 import threading
+from datetime import timezone
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
 
 from compozy.clock import iso_from_epoch, monotonic, wall
 from compozy.states import MarkerKind, RuntimeStatus, SessionState, StopCause
@@ -53,9 +55,11 @@ class Supervisor:
 
     def start(self):
         logging.getLogger("apscheduler").setLevel(logging.WARNING)  # it logs every run of the sweep at INFO
-        self.scheduler = BackgroundScheduler(daemon=True, job_defaults={"coalesce": True, "max_instances": 1,
-                                                                        "misfire_grace_time": 5})
-        self.scheduler.add_job(self.sweep, "interval", seconds=SWEEP_SECONDS, id="sweep")
+        # A trigger object, not "interval": APScheduler looks names up in package metadata, which the
+        # single-file archive does not carry. UTC spares tzlocal's reading of /etc; a sweep needs no zone.
+        self.scheduler = BackgroundScheduler(daemon=True, timezone=timezone.utc, job_defaults={
+            "coalesce": True, "max_instances": 1, "misfire_grace_time": 5})
+        self.scheduler.add_job(self.sweep, IntervalTrigger(seconds=SWEEP_SECONDS, timezone=timezone.utc), id="sweep")
         self.scheduler.start()
         return self
 
