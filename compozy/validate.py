@@ -74,15 +74,18 @@ _KIND_NAMES = {str: "a string", bool: "true or false", int: "a whole number", di
                list: "a list", float: "a number"}
 
 
-def query_int(value, name, minimum=0, maximum=None):
-    """A query-string integer (strings only arrive here)."""
+SQLITE_MAX_INTEGER = 2**63 - 1
+
+
+def query_int(value, name, minimum=0, maximum=SQLITE_MAX_INTEGER):
+    """A query-string integer (strings only arrive here), within what SQLite can compare."""
     if value is None:
         return None
     try:
         number = int(value)
     except (TypeError, ValueError):
         raise invalid(f"{name} must be a whole number", field=name) from None
-    if number < minimum or (maximum is not None and number > maximum):
+    if number < minimum or number > maximum:
         raise invalid(f"{name} must be between {minimum} and {maximum}", field=name)
     return number
 

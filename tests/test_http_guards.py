@@ -175,6 +175,36 @@ def test_malformed_json_is_400(served, body):
     assert_still_healthy(served)
 
 
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"a":' * 5_000 + b"1" + b"}" * 5_000],
+                         ids=["100k-open-brackets", "object-5000-deep"])
+def test_deeply_nested_json_is_400(served, body):
+    answer = send(served, "POST", "/api/sessions", body, headers=JSON)
+    assert_error(answer, 400, "invalid_request")
+    assert_still_healthy(served)
+
+
+def test_post_with_a_body_and_no_content_type_is_415(served):
+    body = json.dumps({"workspace_path": str(served.workspace)}).encode()
+    answer = send(served, "POST", "/api/sessions", body, headers={"Content-Length": str(len(body))})
+    assert_error(answer, 415, "unsupported_media_type")
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+def test_requests_from_other_sites_are_refused_even_without_origin(served, site):
+    answer = send(served, "GET", "/api/sessions/stream", headers={"Sec-Fetch-Site": site})
+    assert_error(answer, 403, "origin_not_allowed")
+    assert send(served, "GET", "/api/health", headers={"Sec-Fetch-Site": "same-origin"}).status == 200
+
+
+@pytest.mark.parametrize("query", ["after_sequence=" + "9" * 30, "before_sequence=" + "9" * 30,
+                                   "limit=" + "9" * 30])
+def test_huge_numbers_in_queries_are_400(served, query):
+    session = json.loads(send(served, "POST", "/api/sessions", json.dumps({"workspace_path": str(served.workspace)}),
+                              headers=JSON).data)["session"]
+    path = f"/api/workspaces/{session['workspace_id']}/sessions/{session['id']}/events?{query}"
+    assert_error(send(served, "GET", path), 400, "invalid_request")
+
+
 @pytest.mark.parametrize("body", [b"[]", b'[{"workspace_path": "/tmp"}]', b'"text"', b"42", b"null"])
 def test_non_object_json_is_400(served, body):
     answer = send(served, "POST", "/api/sessions", body, headers=JSON)

@@ -12,6 +12,8 @@ from flask import request
 from compozy.errors import CompozyError, invalid
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+CROSS_SITE = ("cross-site", "same-site")  # Sec-Fetch-Site values a browser sends for other sites' pages
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -29,6 +31,10 @@ def check_host_and_origin(port):
     name, host_port = split_host(host.lower())
     if name not in LOOPBACK_NAMES or (host_port and host_port != str(port)):
         raise CompozyError("host_not_allowed", f"Host {host[:100]!r} is not this daemon", host=host[:100])
+    fetch_site = request.headers.get("Sec-Fetch-Site", "").lower()
+    if fetch_site in CROSS_SITE:
+        raise CompozyError("origin_not_allowed", f"a {fetch_site} page may not call this daemon",
+                           sec_fetch_site=fetch_site)
     origin = request.headers.get("Origin")
     if origin is not None:
         allowed = {f"http://{n}:{port}" for n in LOOPBACK_NAMES} if port else set()
@@ -50,8 +56,9 @@ def check_body_limits():
         raise CompozyError("body_too_large", f"request body is {length} bytes; the limit is {MAX_BODY_BYTES}")
     if request.method in ("POST", "PUT", "PATCH") and (length or request.headers.get("Transfer-Encoding")):
         mimetype = request.mimetype
-        if mimetype and mimetype != "application/json":
-            raise CompozyError("unsupported_media_type", f"Content-Type {mimetype} is not application/json")
+        if mimetype != "application/json":
+            raise CompozyError("unsupported_media_type",
+                               f"Content-Type {mimetype or '(none)'} is not application/json")
 
 
 def json_body():
@@ -65,9 +72,24 @@ def json_body():
         body = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise invalid(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise invalid(f"request body nests deeper than {MAX_JSON_DEPTH} levels") from None
+    if too_deep(body):
+        raise invalid(f"request body nests deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(body, dict):
         raise invalid("request body must be a JSON object")
     return body
+
+
+def too_deep(value, limit=MAX_JSON_DEPTH):
+    """True when JSON containers nest past limit (walked without recursion)."""
+    level = [value]
+    for _ in range(limit + 1):
+        level = [child for item in level if isinstance(item, (dict, list))
+                 for child in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            return False
+    return True
 
 
 def query_args():
