@@ -11,7 +11,7 @@ from werkzeug.exceptions import HTTPException
 from compozy import __version__
 from compozy.errors import CompozyError, error_body
 from compozy.serialize import JSONText
-from compozy.http import guards, prompts, sessions, streams
+from compozy.http import guards, page, prompts, sessions, streams
 from compozy.http.routing import Route, openapi
 
 log = logging.getLogger("compozy.http")
@@ -48,6 +48,7 @@ def create_app(manager, port=None, token=None):
         view = (lambda manager: document) if route.view is None else route.view
         app.add_url_rule(route.rule, endpoint=route.op, methods=[route.method],
                          view_func=_adapter(manager, view, route))
+    page.register(app)
 
     @app.before_request
     def guard():

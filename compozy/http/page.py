@@ -1,0 +1,48 @@
+"""The web page: one HTML document for `/` and `/sessions/<id>`, and its static files.
+
+Layer 6 (surface). The files ship inside the package and are read with importlib.resources, so the
+page works from a zipapp. These routes are not API operations: they stay out of /api/openapi.json.
+The page routes on the client; the server answers the same document for every page path.
+"""
+
+import functools
+from importlib import resources
+
+from flask import Response, abort
+
+ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}  # Flask adds charset=utf-8
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                           "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
+           "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"}
+
+
+@functools.cache
+def _read(name):
+    """The bytes of compozy/web/<name>, or None when the package has no such file."""
+    path = resources.files("compozy").joinpath("web").joinpath(name)
+    return path.read_bytes() if path.is_file() else None
+
+
+def _respond(name, mimetype):
+    body = _read(name)
+    if body is None:
+        abort(404)
+    return Response(body, mimetype=mimetype, headers=HEADERS)
+
+
+def page(session_id=None):
+    return _respond("index.html", "text/html")
+
+
+def asset(name):
+    mimetype = ASSET_TYPES.get(name[name.rfind("."):]) if "." in name else None
+    if mimetype is None or "/" in name or name.startswith("."):
+        abort(404)
+    return _respond(name, mimetype)
+
+
+def register(app):
+    app.add_url_rule("/", endpoint="page.index", view_func=page, methods=["GET"])
+    app.add_url_rule("/sessions/<session_id>", endpoint="page.session", view_func=page, methods=["GET"])
+    app.add_url_rule("/assets/<name>", endpoint="page.asset", view_func=asset, methods=["GET"])

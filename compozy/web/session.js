@@ -1,0 +1,226 @@
+// The session view: live transcript, working status line, composer, busy controls, queue,
+// runtime selection, session actions and the side panel.
+import { $, el, replace, api, follow, ago, duration, secondsSince } from "./dom.js";
+import { Transcript } from "./transcript.js";
+
+const RUNTIME_FIELDS = ["provider", "model", "reasoning_effort", "speed"];
+
+export function badges(session) {
+  const busy = session.activity?.turn_in_flight;
+  return [
+    el("span", { class: `badge state-${session.state}` }, session.state),
+    busy && el("span", { class: "badge working" }, "working"),
+    session.archived && el("span", { class: "badge" }, "archived"),
+    session.attention && el("span", { class: "badge bad" }, session.attention.replaceAll("_", " ")),
+    session.failure && el("span", { class: "badge bad" }, "failed"),
+  ];
+}
+
+const runtimeText = (runtime) =>
+  runtime ? RUNTIME_FIELDS.map((f) => runtime[f]).filter(Boolean).join(" / ") || "default" : "none";
+
+function rows(list, pairs) {
+  replace(list, pairs.filter(([, value]) => value != null && value !== "")
+    .map(([name, value]) => [el("dt", {}, name), el("dd", {}, value)]));
+}
+
+function sessionLink(id) {
+  return id ? el("a", { href: `/sessions/${encodeURIComponent(id)}`, "data-route": true, class: "name" }, id) : null;
+}
+
+export class SessionView {
+  constructor({ alert, navigate, workspaceName }) {
+    Object.assign(this, { alert, navigate, workspaceName });
+    this.session = null;
+    this.stream = null;
+    this.wire();
+  }
+
+  get path() {
+    const s = this.session;
+    return `/api/workspaces/${encodeURIComponent(s.workspace_id)}/sessions/${encodeURIComponent(s.id)}`;
+  }
+
+  async open(id) {
+    this.close();
+    const opening = (this.opening = {}); // a later open() wins over this one
+    replace($("transcript"));
+    replace($("session-name"), id);
+    let session;
+    try {
+      session = (await api("GET", `/api/sessions/${encodeURIComponent(id)}`)).session;
+    } catch (error) {
+      return this.alert(error);
+    }
+    if (this.opening !== opening) return;
+    this.session = session;
+    this.transcript = new Transcript($("transcript"), { approve: (request_id, decision) =>
+      this.act("POST", "/approve", { request_id, decision }) });
+    this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (type, record) => this.onEvent(record) });
+    this.render();
+    this.loadQueue();
+  }
+
+  close() {
+    this.opening = null;
+    this.stream?.close();
+    this.stream = null;
+    this.session = null;
+    clearTimeout(this.pending);
+  }
+
+  onEvent(record) {
+    this.transcript.add(record);
+    if (record.type !== "agent_message" && record.type !== "thought") this.refreshSoon();
+  }
+
+  refreshSoon() {
+    clearTimeout(this.pending);
+    this.pending = setTimeout(() => this.refresh(), 150);
+  }
+
+  async refresh() {
+    if (!this.session) return;
+    try {
+      this.session = (await api("GET", this.path)).session;
+      this.render();
+      await this.loadQueue();
+    } catch (error) {
+      this.alert(error);
+    }
+  }
+
+  async act(method, suffix, body) {
+    try {
+      const result = await api(method, this.path + suffix, body);
+      this.refreshSoon();
+      return result;
+    } catch (error) {
+      this.alert(error);
+      return null;
+    }
+  }
+
+  render() {
+    const s = this.session;
+    document.title = `${s.name || s.id} · compozy`;
+    replace($("session-name"), s.name || s.id);
+    replace($("session-badges"), badges(s));
+    replace($("session-actions"), this.actions(s));
+    $("composer").hidden = s.archived;
+    $("busy-controls").hidden = !s.activity?.turn_in_flight;
+    this.renderSide(s);
+    this.tick();
+  }
+
+  actions(s) {
+    if (s.type !== "user") return []; // daemon-managed sessions have no user lifecycle actions
+    const running = s.state !== "stopped";
+    const button = (label, onclick, tone) => el("button", { type: "button", class: tone, onclick }, label);
+    return [
+      running && button("Stop", () => this.act("POST", "/stop")),
+      !s.archived && button(running ? "Stop and archive" : "Archive",
+        () => this.act("POST", running ? "/archive?stop=true" : "/archive")),
+      s.archived && button("Unarchive", () => this.act("POST", "/unarchive")),
+      button("Remove", () => $("confirm-remove").showModal(), "danger"),
+    ];
+  }
+
+  renderSide(s) {
+    const failure = s.failure;
+    $("failure-section").hidden = !failure;
+    if (failure) {
+      rows($("failure"), [["Kind", failure.kind], ["Summary", failure.summary],
+        ["Crash bundle", failure.crash_bundle_path && el("code", {}, failure.crash_bundle_path)]]);
+    }
+    rows($("health"), [["State", s.state], ["Activity", s.health?.state], ["Health", s.health?.health],
+      ["Runtime", [s.runtime.status, s.runtime.transition].filter(Boolean).join(", ")],
+      ["Last activity", ago(s.activity?.last_activity_at)], ["Stop reason", s.stop_reason],
+      ["Stop detail", s.stop_detail], ["Attention", s.attention]]);
+    const effective = s.runtime.effective || s.runtime.last_known;
+    rows($("runtime"), [["Selected", `${runtimeText(s.runtime.selected)} (revision ${s.runtime.selection_revision})`],
+      ["Effective", runtimeText(effective)]]);
+    const form = $("runtime-form");
+    for (const field of RUNTIME_FIELDS) form.elements[field].placeholder = effective?.[field] || "";
+    const lineage = s.lineage || {};
+    rows($("lineage"), [["Workspace", this.workspaceName(s.workspace_id)], ["Directory", s.cwd],
+      ["Agent", s.agent_name], ["Type", s.type], ["Kind", lineage.kind || "root"],
+      ["Parent", sessionLink(lineage.parent_session_id)],
+      ["Root", lineage.root_session_id !== s.id ? sessionLink(lineage.root_session_id) : null],
+      ["Spawn depth", String(lineage.spawn_depth ?? 0)]]);
+  }
+
+  // The working status line, e.g. "Working for 42m · quiet for 12m", from activity and supervision.
+  tick() {
+    const s = this.session;
+    const line = $("working");
+    if (!s?.activity?.turn_in_flight) return replace(line);
+    const started = this.transcript.turnStarts.get(s.activity.current_turn_id);
+    const parts = [started ? `Working for ${duration(secondsSince(started))}` : "Working"];
+    const quiet = s.supervision?.quiet_warning;
+    if (quiet) parts.push(`quiet for ${duration(secondsSince(quiet.since) + (quiet.quiet_after_seconds || 0))}`);
+    if (s.supervision?.work_signals?.some((signal) => signal.kind === "pending_permission")) {
+      parts.push("waiting for permission");
+    }
+    replace(line, parts.join(" · "));
+  }
+
+  async loadQueue() {
+    if (!this.session) return;
+    const { entries } = await api("GET", `${this.path}/prompt/queue`);
+    replace($("queue"), entries.length ? entries.map((entry) => this.queueEntry(entry))
+      : el("li", { class: "muted" }, "Nothing queued."));
+  }
+
+  queueEntry(entry) {
+    const n = entry.position;
+    const text = el("div", { class: "plain" }, entry.message);
+    const item = el("li", { "data-entry-id": entry.id }, text);
+    const edit = () => {
+      const box = el("textarea", { "aria-label": `Queued message ${n}`, rows: 2, value: entry.message });
+      const save = el("button", { type: "button", onclick: async () => {
+        if (await this.act("PUT", `/prompt/queue/${entry.id}`, { message: box.value })) this.loadQueue();
+      } }, "Save");
+      replace(item, box, el("span", {}, save, " ", el("button", { type: "button", onclick: () => this.loadQueue() }, "Discard")));
+      box.focus();
+    };
+    item.append(el("span", { class: "row-actions" },
+      el("button", { type: "button", "aria-label": `Edit queued message ${n}`, onclick: edit }, "Edit"), " ",
+      el("button", { type: "button", "aria-label": `Cancel queued message ${n}`, onclick: async () => {
+        if (await this.act("DELETE", `/prompt/queue/${entry.id}`)) this.loadQueue();
+      } }, "Cancel")));
+    return item;
+  }
+
+  async send(mode) {
+    const box = $("message");
+    const message = box.value;
+    if (!message.trim()) return;
+    const result = await this.act("POST", "/prompt", mode ? { message, mode } : { message });
+    if (result && box.value === message) box.value = ""; // keep what was typed meanwhile
+  }
+
+  wire() {
+    const box = $("message");
+    $("composer").addEventListener("submit", (e) => { e.preventDefault(); this.send(null); });
+    box.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); this.send(null); }
+    });
+    for (const button of document.querySelectorAll("#busy-controls [data-mode]")) {
+      button.addEventListener("click", () => this.send(button.dataset.mode));
+    }
+    $("stop-generation").addEventListener("click", () => this.act("POST", "/prompt/cancel"));
+    $("runtime-form").addEventListener("submit", (e) => { e.preventDefault(); this.selectRuntime(e.target); });
+    $("runtime-clear").addEventListener("click", () =>
+      this.act("DELETE", `/runtime?expected_revision=${this.session.runtime.selection_revision}`));
+    $("confirm-remove").addEventListener("click", async (e) => {
+      if (e.target.value === "remove" && await this.act("DELETE", "")) this.navigate("/");
+      if (e.target.value) $("confirm-remove").close();
+    });
+  }
+
+  async selectRuntime(form) {
+    const runtime = Object.fromEntries(RUNTIME_FIELDS.map((f) => [f, form.elements[f].value.trim()]).filter(([, v]) => v));
+    if (await this.act("PUT", "/runtime", { runtime, expected_revision: this.session.runtime.selection_revision })) form.reset();
+  }
+}

@@ -1,0 +1,288 @@
+"""The web page against the real daemon and the reference agent.
+
+The headers and assets are checked over HTTP and the socket without a browser. Everything else runs
+in headless Chromium from the system's packages, driven by Playwright; where either is missing those
+tests are skipped with the reason.
+"""
+
+import http.client
+import json
+import re
+from urllib.parse import urlsplit
+
+import pytest
+
+from compozy.client import Client, UnixConnection
+from tests.harness import browser
+from tests.harness.daemon import DaemonProcess
+
+BROWSER_MISSING = browser.unavailable()
+needs_browser = pytest.mark.skipif(BROWSER_MISSING is not None, reason=str(BROWSER_MISSING))
+WAIT_MS = 30_000
+
+
+def fetch(url, path, headers=None):
+    parts = urlsplit(url)
+    connection = (UnixConnection(parts.path, 10) if parts.scheme == "unix"
+                  else http.client.HTTPConnection(parts.hostname, parts.port, timeout=10))
+    try:
+        connection.request("GET", path, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+def test_the_page_and_its_assets_are_served_on_both_surfaces_under_a_strict_policy(daemon):
+    for url in (daemon.http_url, daemon.socket_url):
+        for path in ("/", "/sessions/sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"):
+            status, headers, body = fetch(url, path)
+            assert status == 200 and headers["Content-Type"].startswith("text/html")
+            assert "default-src 'none'" in headers["Content-Security-Policy"]
+            assert "script-src 'self'" in headers["Content-Security-Policy"]
+            assert headers["X-Content-Type-Options"] == "nosniff"
+            assert b'aria-label="Message"' in body
+        page = body.decode()
+        pending, referenced = re.findall(r'"/assets/([\w.-]+)"', page), set()
+        while pending:  # the page's files, then every module they import
+            name = pending.pop()
+            status, headers, body = fetch(url, f"/assets/{name}")
+            assert status == 200, name
+            assert headers["X-Content-Type-Options"] == "nosniff"
+            referenced.add(name)
+            pending += set(re.findall(r'from "\./([\w.-]+)"', body.decode())) - referenced
+        assert {"app.js", "session.js", "transcript.js", "markdown.js", "dom.js", "style.css"} <= referenced
+        status, _, body = fetch(url, "/assets/missing.js")
+        assert status == 404 and json.loads(body)["code"] == "endpoint_not_found"
+
+
+def test_the_page_is_refused_to_a_foreign_host_and_stays_out_of_the_api_description(daemon):
+    status, _, body = fetch(daemon.http_url, "/", {"Host": "attacker.example"})
+    assert status == 403 and json.loads(body)["code"] == "host_not_allowed"
+    _, document = Client(daemon.http_url).call("GET", "/api/openapi.json")
+    assert not [path for path in document["paths"] if not path.startswith("/api/")]
+
+
+# -- in the browser --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import expect, sync_playwright
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as playwright:
+        instance = browser.launch(playwright)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def web(home, workspace, chromium):
+    """A daemon that asks before writes, a browser page, and helpers."""
+    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+    daemon = DaemonProcess(home).start()
+    context = chromium.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield Web(daemon, page, workspace)
+    context.close()
+    daemon.stop()
+    assert errors == []
+
+
+class Web:
+    def __init__(self, daemon, page, workspace):
+        self.daemon, self.page, self.workspace = daemon, page, workspace
+        self.client = Client(daemon.socket_url)
+
+    def session(self, name="web test"):
+        _, document = self.client.call("POST", "/api/sessions", {"workspace_path": str(self.workspace), "name": name})
+        return document["session"]
+
+    def open(self, path="/"):
+        self.page.goto(self.daemon.http_url + path)
+
+    def send(self, text, button="Send"):
+        from playwright.sync_api import expect
+        box = self.page.get_by_role("textbox", name="Message")
+        box.fill(text)
+        self.page.get_by_role("button", name=button, exact=True).click()
+        expect(box).to_have_value("")  # the daemon took it
+
+    def release(self, gate):
+        gates = self.workspace / ".compozy-gates"
+        gates.mkdir(exist_ok=True)
+        (gates / gate).touch()
+
+    def agent_text(self):
+        return self.page.locator("#transcript .msg.agent .body")
+
+    def badges(self):
+        return self.page.locator("#session-badges")
+
+
+@needs_browser
+def test_create_a_session_prompt_and_watch_the_answer_stream_in(web):
+    from playwright.sync_api import expect
+    page = web.page
+    web.open()
+    page.get_by_label("Workspace path").fill(str(web.workspace))
+    page.get_by_label("Name", exact=True).fill("first session")
+    page.get_by_role("button", name="New session").click()
+    expect(page).to_have_url(re.compile(r"/sessions/sess_\w+$"))
+    expect(page.get_by_role("heading", name="first session")).to_be_visible()
+
+    message = page.get_by_role("textbox", name="Message")
+    message.fill("[chunks 2] [hold g1] hello **world**")
+    message.press("Enter")
+    expect(web.agent_text().last).to_have_text("chunk 1 chunk 2 holding g1")
+    expect(page.get_by_role("status").filter(has_text="Working for")).to_be_visible()
+    web.release("g1")
+    expect(web.agent_text().last).to_have_text("chunk 1 chunk 2 holding g1 echo: hello world")
+    expect(web.agent_text().last.locator("strong")).to_have_text("world")
+    expect(page.locator("#working")).to_have_text("")
+
+    message.type("line one")
+    message.press("Shift+Enter")
+    message.type("line two")
+    expect(message).to_have_value("line one\nline two")
+    message.press("Enter")
+    expect(page.locator("#transcript .msg.user")).to_have_count(2)
+    assert page.locator("#transcript .msg.user .body").last.text_content() == "line one\nline two"
+    expect(message).to_have_value("")
+
+    page.get_by_role("link", name="Sessions").click()
+    row = page.locator("tr", has_text="first session")
+    expect(row).to_contain_text("active")
+    expect(row).to_contain_text("general")
+
+
+@needs_browser
+def test_queue_while_busy_then_edit_and_cancel_queued_input(web):
+    from playwright.sync_api import expect
+    page = web.page
+    web.open(f"/sessions/{web.session()['id']}")
+    web.send("[hold g1] first")
+    expect(page.get_by_role("button", name="Stop generation")).to_be_visible()
+    web.send("second", button="Queue")
+    web.send("third", button="Queue")
+    queue = page.locator("#queue li")
+    expect(queue).to_have_count(2)
+    page.get_by_role("button", name="Edit queued message 1").click()
+    page.get_by_role("textbox", name="Queued message 1").fill("second, edited")
+    page.get_by_role("button", name="Save").click()
+    expect(queue.first).to_contain_text("second, edited")
+    page.get_by_role("button", name="Cancel queued message 2").click()
+    expect(queue).to_have_count(1)
+
+    web.release("g1")
+    # the queue markers came while the turn was held, between its chunks
+    expect(web.agent_text()).to_have_text(["holding g1", "echo: first", "echo: second, edited"])
+    expect(page.locator("#transcript .msg.user .body")).to_have_text(["[hold g1] first", "second, edited"])
+    expect(page.locator("#transcript .marker")).to_have_text([
+        "queued: second", "queued: third", "queued input edited: second, edited", "queued input canceled: third",
+        "queued input started: second, edited"])
+    expect(queue).to_have_text(["Nothing queued."])
+    expect(page.get_by_role("button", name="Stop generation")).to_be_hidden()
+
+
+@needs_browser
+def test_a_permission_request_is_answered_from_its_buttons(web):
+    from playwright.sync_api import expect
+    page = web.page
+    web.open(f"/sessions/{web.session()['id']}")
+    web.send("[write notes.txt hello] done")
+    options = page.get_by_role("group", name="Permission options")
+    expect(options.get_by_role("button")).to_have_text(["Allow once", "Allow always", "Reject once", "Reject always"])
+    expect(page.locator("#working")).to_contain_text("waiting for permission")
+    options.get_by_role("button", name="Allow once").click()
+    expect(web.agent_text().last).to_have_text("wrote notes.txt echo: done")
+    expect(page.locator(".permission .decision")).to_have_text("Allow once (user)")
+    assert (web.workspace / "notes.txt").read_text() == "hello"
+
+
+@needs_browser
+def test_stop_archive_unarchive_and_remove(web):
+    from playwright.sync_api import expect
+    page = web.page
+    session = web.session("lifecycle")
+    web.open(f"/sessions/{session['id']}")
+    web.send("[hold g1] wait")
+    expect(page.get_by_role("button", name="Stop and archive")).to_be_visible()
+    page.get_by_role("button", name="Stop", exact=True).click()
+    expect(web.badges()).to_have_text("stopped")
+    expect(page.locator("#transcript")).to_contain_text("Session stopped")
+
+    web.send("awake again")  # a stopped session takes a prompt and wakes
+    expect(web.agent_text().last).to_have_text("echo: awake again")
+    page.get_by_role("button", name="Stop and archive").click()
+    expect(web.badges()).to_have_text("stoppedarchived")
+    expect(page.get_by_role("textbox", name="Message")).to_be_hidden()
+
+    page.get_by_role("link", name="Sessions").click()
+    expect(page.locator("tr", has_text="lifecycle")).to_have_count(0)
+    page.get_by_label("Archived").select_option("only")
+    page.get_by_role("link", name="lifecycle").click()
+    page.get_by_role("button", name="Unarchive").click()
+    expect(page.get_by_role("button", name="Archive", exact=True)).to_be_visible()
+    expect(page.get_by_role("textbox", name="Message")).to_be_visible()
+
+    page.get_by_role("button", name="Remove").click()
+    page.get_by_role("dialog").get_by_role("button", name="Remove session").click()
+    expect(page).to_have_url(re.compile(r"/$"))
+    page.get_by_label("Archived").select_option("include")
+    expect(page.locator("#session-rows")).to_have_text("No sessions match.")
+
+
+@needs_browser
+def test_hostile_names_and_agent_text_stay_text(web):
+    from playwright.sync_api import expect
+    page = web.page
+    name = "<img src=x onerror=window.pwned=1>\u202eevil\x1b[31m"
+    session = web.session(name)
+    web.open()
+    shown = "<img src=x onerror=window.pwned=1>\\u202eevil\\u001b[31m"
+    expect(page.get_by_role("link", name=shown)).to_be_visible()
+    page.get_by_role("link", name=shown).click()
+    expect(page.get_by_role("heading", name=shown)).to_be_visible()
+    web.send("<script>window.pwned=1</script> [x](javascript:window.pwned=1) [docs](https://example.com/d) "
+             "<img src=x onerror=window.pwned=1> `<b>code</b>`")
+    answer = web.agent_text().last
+    expect(answer).to_contain_text("echo: <script>window.pwned=1</script> [x](javascript:window.pwned=1) docs")
+    expect(answer.get_by_role("link")).to_have_attribute("href", "https://example.com/d")
+    expect(answer.locator("code")).to_have_text("<b>code</b>")
+    assert page.locator("body img, body script, #transcript b").count() == 0
+    assert page.evaluate("window.pwned") is None
+    assert session["name"] == name
+
+
+@needs_browser
+def test_two_streams_at_most_and_the_transcript_resumes_after_a_restart(web):
+    from playwright.sync_api import expect
+    page = web.page
+    first, second = web.session("one"), web.session("two")
+    open_streams = set()
+    page.on("request", lambda r: "/stream" in r.url and open_streams.add(r))
+    page.on("requestfailed", lambda r: open_streams.discard(r))
+    page.on("requestfinished", lambda r: open_streams.discard(r))
+    web.open()
+    for name in ("one", "two", "one"):
+        page.get_by_role("link", name=name).click()
+        expect(page.get_by_role("heading", name=name)).to_be_visible()
+        page.wait_for_timeout(300)
+        assert len(open_streams) <= 2
+        page.go_back()
+        expect(page.get_by_role("link", name=name)).to_be_visible()
+    page.get_by_role("link", name="one").click()
+    web.send("before the restart")
+    expect(web.agent_text()).to_have_text(["echo: before the restart"])
+
+    web.daemon.http = urlsplit(web.daemon.http_url).netloc  # the page's origin must stay the same
+    web.daemon.restart()
+    web.client = Client(web.daemon.socket_url)
+    path = f"/api/workspaces/{first['workspace_id']}/sessions/{first['id']}/prompt"
+    web.client.call("POST", path, {"message": "after the restart"})
+    expect(web.agent_text()).to_have_text(["echo: before the restart", "echo: after the restart"])
+    expect(page.locator("#transcript .msg.user")).to_have_count(2)
+    assert len(open_streams) <= 2 and second["id"] not in " ".join(r.url for r in open_streams)
