@@ -286,3 +286,27 @@ def test_two_streams_at_most_and_the_transcript_resumes_after_a_restart(web):
     expect(web.agent_text()).to_have_text(["echo: before the restart", "echo: after the restart"])
     expect(page.locator("#transcript .msg.user")).to_have_count(2)
     assert len(open_streams) <= 2 and second["id"] not in " ".join(r.url for r in open_streams)
+
+
+@needs_browser
+def test_stop_generation_interrupt_and_runtime_selection(web):
+    from playwright.sync_api import expect
+    page = web.page
+    web.open(f"/sessions/{web.session()['id']}")
+    web.send("[hold g1] long")
+    page.get_by_role("button", name="Stop generation").click()
+    expect(page.locator("#transcript .marker").last).to_have_text("Turn ended: cancelled")
+    web.send("[hold g2] slow")
+    web.send("instead", button="Interrupt")
+    expect(web.agent_text().last).to_have_text("echo: instead")
+
+    runtime = page.locator("#runtime")
+    expect(runtime).to_contain_text("none (revision 0)")
+    page.get_by_role("textbox", name="Model").fill("echo-large")
+    page.get_by_role("button", name="Select runtime").click()
+    expect(runtime).to_contain_text("echo-large (revision 1)")
+    web.send("shout")
+    expect(web.agent_text().last).to_have_text("echo: SHOUT")
+    expect(runtime).to_contain_text("reference / echo-large")
+    page.get_by_role("button", name="Clear selection").click()
+    expect(runtime).to_contain_text("none (revision 2)")

@@ -71,7 +71,9 @@ export class SessionView {
 
   onEvent(record) {
     this.transcript.add(record);
-    if (record.type !== "agent_message" && record.type !== "thought") this.refreshSoon();
+    if (record.type === "agent_message" || record.type === "thought") return;
+    this.tick();
+    this.refreshSoon();
   }
 
   refreshSoon() {
@@ -118,7 +120,7 @@ export class SessionView {
     const running = s.state !== "stopped";
     const button = (label, onclick, tone) => el("button", { type: "button", class: tone, onclick }, label);
     return [
-      running && button("Stop", () => this.act("POST", "/stop")),
+      running && button("Stop", () => this.act("POST", "/stop", { wait: false })),
       !s.archived && button(running ? "Stop and archive" : "Archive",
         () => this.act("POST", running ? "/archive?stop=true" : "/archive")),
       s.archived && button("Unarchive", () => this.act("POST", "/unarchive")),

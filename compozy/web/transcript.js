@@ -96,7 +96,7 @@ const HANDLERS = {
 
   plan(event, content) {
     const list = el("ol", {}, (content.entries || []).map((entry) =>
-      el("li", { "data-status": entry.status }, el("span", { class: "badge" }, entry.status || "pending"), " ", entry.content)));
+      el("li", { "data-status": entry.status }, el("span", { class: "badge" }, (entry.status || "pending").replaceAll("_", " ")), " ", entry.content)));
     const known = this.plans.get(event.turn_id);
     if (known) return replace(known, el("h4", {}, "Plan"), list);
     this.plans.set(event.turn_id, this.block(el("div", { class: "plan" }, el("h4", {}, "Plan"), list)));
@@ -111,7 +111,7 @@ const HANDLERS = {
     }
     const node = el("div", { class: "permission", "data-request-id": content.request_id },
       el("p", {}, el("strong", {}, "Permission requested: "), content.title || content.action || "",
-        content.resource ? el("code", {}, content.resource) : ""),
+        content.resource && !String(content.title).includes(content.resource) ? el("code", {}, content.resource) : ""),
       content.decision ? el("span", { class: "decision" }, content.decision) : this.permissionButtons(event, content.options));
     this.permissions.set(content.request_id, this.block(node));
   },

@@ -4,7 +4,6 @@ Playwright cannot download its own browsers here, so it launches Debian's /usr/b
 unavailable() names what is missing so a test can skip with that reason.
 """
 
-import os
 import shutil
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
@@ -13,7 +12,7 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
 
 
 def chromium_path():
-    return os.environ.get("COMPOZY_CHROMIUM") or next(filter(None, map(shutil.which, CHROMIUM_NAMES)), None)
+    return next(filter(None, map(shutil.which, CHROMIUM_NAMES)), None)
 
 
 def unavailable():

@@ -1,0 +1,74 @@
+"""Regenerate the web page screenshots in docs/: `python3 -m tests.harness.screenshots docs`.
+
+A throwaway daemon and the reference agent produce a real transcript (a finished turn with a
+thought, a plan, a tool call and Markdown; then a turn waiting for a permission, with a prompt queued
+behind it), and headless Chromium takes the list view and the session view.
+"""
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import expect, sync_playwright
+
+from compozy.client import Client
+from tests.harness import browser
+from tests.harness.daemon import DaemonProcess
+
+ANSWER = ("[thought The tokenizer and the parser share one loop; splitting them first.] [plan] [tool Read parser.py] "
+          "Here is the plan:\n\n## Steps\n1. Split `tokenize()` into **two** passes\n2. Keep the *old* API working\n\n"
+          "```python\ndef parse(text):\n    return Parser(tokenize(text)).run()\n```\n"
+          "Details in [the notes](https://example.com/notes).")
+
+
+def prompt(client, session, message, **extra):
+    path = f"/api/workspaces/{session['workspace_id']}/sessions/{session['id']}/prompt"
+    return client.call("POST", path, {"message": message, **extra})[1]["prompt"]
+
+
+def populate(client, root):
+    def new(folder, name):
+        (root / folder).mkdir(exist_ok=True)
+        body = {"workspace_path": str(root / folder), "name": name}
+        return client.call("POST", "/api/sessions", body)[1]["session"]
+    done = new("docs-site", "Proofread the install guide")
+    prompt(client, done, "Check the install guide for broken links")
+    stopped = new("docs-site", "Draft the changelog")
+    prompt(client, stopped, "Draft the changelog for 0.2")
+    client.call("POST", f"/api/workspaces/{stopped['workspace_id']}/sessions/{stopped['id']}/stop", {"wait": True})
+    main = new("parser", "Refactor the parser")
+    prompt(client, main, ANSWER)
+    time.sleep(0.5)
+    prompt(client, main, "[write parser.py split] Now apply step 1")
+    prompt(client, main, "then run the test suite", mode="queue")
+    return main
+
+
+def main(target):
+    expect.set_options(timeout=30_000)
+    with tempfile.TemporaryDirectory() as temp:
+        root = Path(temp)
+        (root / "home").mkdir()
+        (root / "home" / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+        daemon = DaemonProcess(root / "home").start()
+        try:
+            session = populate(Client(daemon.socket_url), root)
+            with sync_playwright() as playwright:
+                chromium = browser.launch(playwright)
+                page = chromium.new_page(viewport={"width": 1280, "height": 330})
+                page.goto(daemon.http_url + "/")
+                expect(page.locator("#session-rows tr")).to_have_count(3)
+                page.screenshot(path=str(Path(target) / "web-list.png"))
+                page.set_viewport_size({"width": 1280, "height": 900})
+                page.goto(f"{daemon.http_url}/sessions/{session['id']}")
+                expect(page.get_by_role("group", name="Permission options")).to_be_visible()
+                expect(page.locator("#queue li")).to_contain_text("then run the test suite")
+                page.screenshot(path=str(Path(target) / "web-session.png"))
+                chromium.close()
+        finally:
+            daemon.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "docs")
