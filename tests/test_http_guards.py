@@ -215,8 +215,9 @@ def test_non_object_json_is_400(served, body):
 # -- routes and methods -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, path", [("GET", "/api/nope"), ("GET", "/"), ("GET", "/api"),
-                                          ("POST", "/api/nope"), ("GET", "/api/workspaces/w/sessions")])
+@pytest.mark.parametrize("method, path", [("GET", "/api/nope"), ("GET", "/nope"), ("GET", "/assets/nope.js"),
+                                          ("GET", "/api"), ("POST", "/api/nope"),
+                                          ("GET", "/api/workspaces/w/sessions")])
 def test_unknown_route_is_404(served, method, path):
     headers = JSON if method == "POST" else {}
     answer = send(served, method, path, b"{}" if method == "POST" else None, headers=headers)

@@ -101,7 +101,7 @@ for (const id of ["filter-state", "filter-workspace", "filter-archive"]) $(id).a
 setInterval(() => { refreshTimes(); view.tick(); }, 1000);
 
 follow("/api/sessions/stream", {
-  onEvent: (type, data) => onCatalogChange(data),
+  onEvent: onCatalogChange,
   onOpen: () => { replace($("connection"), "live"); if (!$("list-view").hidden) loadList(); },
   onDrop: () => replace($("connection"), "reconnecting…"),
 });

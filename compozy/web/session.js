@@ -44,8 +44,11 @@ export class SessionView {
   async open(id) {
     this.close();
     const opening = (this.opening = {}); // a later open() wins over this one
-    replace($("transcript"));
+    for (const part of ["transcript", "session-badges", "session-actions", "working", "health", "runtime", "queue", "lineage"]) {
+      replace($(part));
+    }
     replace($("session-name"), id);
+    $("composer").hidden = $("failure-section").hidden = true;
     let session;
     try {
       session = (await api("GET", `/api/sessions/${encodeURIComponent(id)}`)).session;
@@ -56,9 +59,9 @@ export class SessionView {
     this.session = session;
     this.transcript = new Transcript($("transcript"), { approve: (request_id, decision) =>
       this.act("POST", "/approve", { request_id, decision }) });
-    this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (type, record) => this.onEvent(record) });
+    this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (record) => this.onEvent(record) });
     this.render();
-    this.loadQueue();
+    this.loadQueue().catch(this.alert);
   }
 
   close() {

@@ -13,7 +13,7 @@ export class Transcript {
   constructor(container, { approve }) {
     this.container = container;
     this.approve = approve;
-    this.last = null; // {kind, key, node, text} of the block that chunks may extend
+    this.last = null; // {kind, key, body, text} of the block that chunks may extend
     this.tools = new Map();
     this.permissions = new Map();
     this.plans = new Map();
@@ -35,7 +35,7 @@ export class Transcript {
 
   block(node, kind = null, key = null) {
     this.container.append(node);
-    this.last = kind ? { kind, key, node, text: "" } : null;
+    this.last = kind ? { kind, key, text: "" } : null;
     return node;
   }
 
@@ -46,10 +46,11 @@ export class Transcript {
       const node = kind === "thought"
         ? el("details", { class: "thought" }, el("summary", {}, "Thought"), body)
         : el("article", { class: "msg agent" }, el("header", {}, event.agent_name || "Agent"), body);
-      this.block(node, kind, key).body = body;
+      this.block(node, kind, key);
+      this.last.body = body;
     }
     this.last.text += event.content.text || "";
-    replace(this.last.node.body, render(this.last.text));
+    replace(this.last.body, render(this.last.text));
   }
 
   marker(event, text, tone = "") {
