@@ -127,6 +127,9 @@ def test_create_a_session_prompt_and_watch_the_answer_stream_in(web):
     from playwright.sync_api import expect
     page = web.page
     web.open()
+    page.get_by_label("Workspace path").fill("not/absolute")
+    page.get_by_role("button", name="New session").click()
+    expect(page.get_by_role("alert")).to_contain_text("invalid_request")
     page.get_by_label("Workspace path").fill(str(web.workspace))
     page.get_by_label("Name", exact=True).fill("first session")
     page.get_by_role("button", name="New session").click()

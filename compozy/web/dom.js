@@ -4,7 +4,7 @@
 // Controls and bidi overrides would hide or reorder text; they are shown as \uXXXX instead.
 const HIDDEN_CHARACTERS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
-export function visible(text) {
+function visible(text) {
   return String(text ?? "").replace(HIDDEN_CHARACTERS,
     (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
 }
@@ -21,7 +21,7 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
-export function append(node, children) {
+function append(node, children) {
   for (const child of [children].flat(Infinity)) {
     if (child == null || child === false) continue;
     node.append(child instanceof Node ? child : visible(child));
@@ -57,14 +57,6 @@ export function refreshTimes() {
   }
 }
 
-export class ApiError extends Error {
-  constructor(status, document) {
-    super(`${document.code || status}: ${document.error || "request failed"}`);
-    this.status = status;
-    this.code = document.code;
-  }
-}
-
 // Every write carries a JSON body (an empty object when there is nothing to say).
 export async function api(method, path, body) {
   const init = { method, headers: { Accept: "application/json" } };
@@ -74,9 +66,9 @@ export async function api(method, path, body) {
   }
   const response = await fetch(path, init);
   const text = await response.text();
-  const document = text ? JSON.parse(text) : {};
-  if (!response.ok) throw new ApiError(response.status, document);
-  return document;
+  const answer = text ? JSON.parse(text) : {};
+  if (!response.ok) throw new Error(`${answer.code || response.status}: ${answer.error || "request failed"}`);
+  return answer;
 }
 
 // Follows a Server-Sent Events route with fetch, so every event type arrives (EventSource delivers
