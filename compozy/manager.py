@@ -8,7 +8,7 @@ import json
 import logging
 import threading
 
-from compozy import serialize
+from compozy import __version__, serialize
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
@@ -28,18 +28,14 @@ from compozy.session.stop import Stopper
 from compozy.session.supervision import Supervisor
 from compozy.session.turns import Worker
 from compozy.session.workspaces import Workspaces
-from compozy.states import LIVE_STATES, PermissionDecision, StopCause
+from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
 from compozy.store.eventlog import EventLogPool
 
 log = logging.getLogger("compozy.manager")
 
-LIST_FILTERS = ("workspace", "parent", "root", "state", "agent", "archive", "limit", "cursor")
-MAX_LIST_LIMIT = 1000
 DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
-APPROVE_FIELDS = {"request_id": v.text(required=True), "decision": v.text(
-    required=True, choices=tuple(d.value for d in PermissionDecision)), "turn_id": v.text()}
 
 
 class SessionManager:
@@ -96,9 +92,12 @@ class SessionManager:
         if session.state in LIVE_STATES and bound:
             self.stopper.request(session, StopCause.SHUTDOWN, wait=True)
 
+    def health(self):
+        """Liveness and version."""
+        return {"status": "ok", "version": __version__}
+
     def daemon_status(self):
         """The daemon at a glance: version, session counts by state, sessions that need attention."""
-        from compozy import __version__
         attention = []
         for session_id in self.catalog.attention_ids(ATTENTION_LIMIT):
             document = self._document(session_id)
@@ -112,7 +111,7 @@ class SessionManager:
 
     def create_workspace(self, body):
         """Register a workspace by name and absolute path."""
-        body = v.check_body(body, {"name": v.text(required=True), "path": v.text(required=True)})
+        body = v.check_body(body, v.WORKSPACE_FIELDS)
         return {"workspace": serialize.workspace_resource(self.workspaces.register(body["name"], body["path"]))}
 
     def list_workspaces(self):
@@ -162,10 +161,11 @@ class SessionManager:
         page of 1,000 sessions costs one query and a join, not 1,000 decodes and encodes.
         """
         query = dict(query or {})
-        unknown = sorted(set(query) - set(LIST_FILTERS))
+        unknown = sorted(set(query) - set(v.LIST_QUERY))
         if unknown:
             raise invalid(f"unknown filter(s): {', '.join(unknown)}", filters=unknown)
-        limit = v.query_int(query.get("limit"), "limit", 1, MAX_LIST_LIMIT) or DEFAULT_LIST_LIMIT
+        bounds = v.LIST_QUERY["limit"]
+        limit = v.query_int(query.get("limit"), "limit", bounds.minimum, bounds.maximum) or DEFAULT_LIST_LIMIT
         cursor = query.get("cursor")
         if cursor is not None and not is_valid_id(cursor, "sess"):
             raise invalid("cursor must be the next_cursor of an earlier page", field="cursor")
@@ -193,8 +193,8 @@ class SessionManager:
 
     def prompt(self, session_id, workspace, body):
         """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""
-        session = self._session(session_id, workspace)
-        return self.inputs.prompt(session, body)
+        document = self.inputs.prompt(self._session(session_id, workspace), body)
+        return serialize.Answer(document["prompt"]["disposition"], document)
 
     def prompt_stream(self, session_id, workspace, body):
         """The admission, then every committed event of its turn until the turn ends."""
@@ -223,33 +223,33 @@ class SessionManager:
         """The daemon-owned input queue, in run order."""
         return self.queue.list(self._session(session_id, workspace))
 
-    def edit_input(self, session_id, workspace, entry_id, body):
+    def edit_input(self, session_id, workspace, entry, body):
         """Replace a queued entry's text (new message_id and idempotency_key unless retried)."""
-        return self.queue.edit(self._session(session_id, workspace), entry_id, body)
+        return self.queue.edit(self._session(session_id, workspace), entry, body)
 
-    def steer_input(self, session_id, workspace, entry_id, body):
+    def steer_input(self, session_id, workspace, entry, body):
         """Promote a queued entry to steer the current turn (fenced by expected_turn_id)."""
-        return self.queue.steer(self._session(session_id, workspace), entry_id, body)
+        return self.queue.steer(self._session(session_id, workspace), entry, body)
 
-    def cancel_input(self, session_id, workspace, entry_id):
+    def cancel_input(self, session_id, workspace, entry):
         """Remove a queued entry before it runs."""
-        return self.queue.cancel(self._session(session_id, workspace), entry_id)
+        return self.queue.cancel(self._session(session_id, workspace), entry)
 
     def set_runtime(self, session_id, workspace, body):
         """Persist next-prompt runtime intent (PUT with the complete runtime and expected_revision)."""
         session = self._session(session_id, workspace)
         return {"session": self._resource(set_selection(session, body), precise=True)}
 
-    def clear_runtime(self, session_id, workspace, expected_revision):
-        """Clear the selection at expected_revision."""
+    def clear_runtime(self, session_id, workspace, query=None):
+        """Clear the selection at query's expected_revision."""
         session = self._session(session_id, workspace)
-        revision = v.query_int(expected_revision, "expected_revision")
+        revision = v.query_int((query or {}).get("expected_revision"), "expected_revision")
         return {"session": self._resource(clear_selection(session, revision), precise=True)}
 
     def approve(self, session_id, workspace, body):
         """Answer a pending permission request."""
         session = self._session(session_id, workspace)
-        body = v.check_body(body, APPROVE_FIELDS)
+        body = v.check_body(body, v.APPROVE_FIELDS)
         validate_id(body["request_id"], "perm", field="request_id", not_found="permission_request_not_found")
         if not self.requests.decide(session, body["request_id"], body["decision"]):
             raise CompozyError("permission_request_not_found", f"no pending request {body['request_id']}")
@@ -258,17 +258,18 @@ class SessionManager:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def stop_session(self, session_id, workspace, body=None):
-        """(document, status) per the seed: 202 stopping, 200 outcome, 204 for callers omitting wait."""
+        """Per the seed: accepted (wait false), the outcome (wait true), or the legacy answer (wait omitted)."""
         session = self._session(session_id, workspace)
-        document, status = lifecycle.stop(self.stopper, session, body)
-        if status == 200 and document.get("phase") == "already_stopped" and body and body.get("wait") is False:
-            return {"session": self._resource(session.document, precise=True)}, 200
-        return document, status
+        kind, document = lifecycle.stop(self.stopper, session, body)
+        if kind == StopAnswer.STOPPED:
+            document = {"session": self._resource(session.document, precise=True)}
+        return serialize.Answer(kind, document)
 
-    def archive_session(self, session_id, workspace, stop=False):
-        """Leave the default catalog (stopping first when stop is true)."""
+    def archive_session(self, session_id, workspace, query=None):
+        """Leave the default catalog (stopping first when the query says stop=true)."""
         session = self._session(session_id, workspace)
-        return {"session": self._resource(lifecycle.archive(self.stopper, session, bool(stop)), precise=True)}
+        stop = bool(v.query_bool((query or {}).get("stop"), "stop"))
+        return {"session": self._resource(lifecycle.archive(self.stopper, session, stop), precise=True)}
 
     def unarchive_session(self, session_id, workspace):
         """Return to the default catalog; the session stays stopped."""
@@ -277,7 +278,7 @@ class SessionManager:
     def repair_session(self, session_id, workspace, body):
         """Append-only transcript repair of an interrupted last turn."""
         session = self._session(session_id, workspace)
-        body = v.check_body(body, {"dry_run": v.boolean(), "force": v.boolean()})
+        body = v.check_body(body, v.REPAIR_FIELDS)
         with session.lock:
             result = repair.repair(self.store, session.document, body.get("dry_run", False), body.get("force", False),
                                    publish=session.feed.publish)
@@ -335,8 +336,7 @@ class SessionManager:
             if query.get(name) is not None:
                 filters[column] = validate_id(query[name], "sess", field=name)
         if query.get("state") is not None:
-            filters["state"] = v.check_body({"state": query["state"]}, {"state": v.text(
-                choices=("starting", "active", "stopping", "stopped"))})["state"]
+            filters["state"] = v.check_body({"state": query["state"]}, {"state": v.LIST_QUERY["state"]})["state"]
         if query.get("agent") is not None:
             filters["agent_name"] = query["agent"]
         return filters

@@ -109,3 +109,12 @@ class JSONText(str):
 
 def encode(document):
     return json.dumps(document, separators=(",", ":"))
+
+
+class Answer(dict):
+    """A document that says which kind of answer it is (a prompt's disposition, a stop's StopAnswer);
+    the operation table maps each kind to its HTTP status."""
+
+    def __init__(self, kind, document):
+        super().__init__(document)
+        self.kind = str(kind)

@@ -107,6 +107,15 @@ STOP_REASON_BY_CAUSE = {
 }
 
 
+class StopAnswer(StrEnum):
+    """Which answer a stop request gets; the operation table maps each to its HTTP status."""
+
+    ACCEPTED = "accepted"  # wait false: the ladder runs on after the answer
+    OUTCOME = "outcome"    # wait true, or omitted on a stopped session: the outcome object
+    STOPPED = "stopped"    # wait false on a stopped session: the session itself
+    LEGACY = "legacy"      # wait omitted: the deprecated synchronous form, answered without a body
+
+
 class FailureKind(StrEnum):
     STARTUP_FAILURE = "startup_failure"
     HANDSHAKE_FAILURE = "handshake_failure"

@@ -1,11 +1,13 @@
-"""Request bodies: declared fields, types and bounds; anything else is invalid_request.
+"""Request bodies and queries: declared fields, types and bounds; anything else is invalid_request.
 
-Layer 1: imports only layer 0. Every surface passes bodies through the same checks.
+Layer 1: imports only layer 0. Every surface passes bodies through the same checks, and the
+specs below are the ones the operation table (compozy/api.py) shows in /api/openapi.json.
 """
 
 from dataclasses import dataclass
 
 from compozy.errors import invalid
+from compozy.states import BusyMode, PermissionDecision, SessionState, SessionType
 
 
 @dataclass(frozen=True)
@@ -14,26 +16,30 @@ class Field:
     required: bool = False
     max_length: int | None = None
     choices: tuple = ()
+    minimum: int | None = None
+    maximum: int | None = None
+    fields: dict | None = None  # the spec of an object's members (checked by the owner of the object)
+    items: dict | None = None   # the spec of each object in a list (likewise)
 
 
 def text(required=False, max_length=None, choices=()):
-    return Field((str,), required, max_length, choices)
+    return Field((str,), required, max_length, tuple(str(c) for c in choices))
 
 
 def boolean(required=False):
     return Field((bool,), required)
 
 
-def integer(required=False):
-    return Field((int,), required)
+def integer(required=False, minimum=None, maximum=None):
+    return Field((int,), required, minimum=minimum, maximum=maximum)
 
 
-def mapping(required=False):
-    return Field((dict,), required)
+def mapping(required=False, fields=None):
+    return Field((dict,), required, fields=fields)
 
 
-def sequence(required=False):
-    return Field((list,), required)
+def sequence(required=False, items=None):
+    return Field((list,), required, items=items)
 
 
 def check_body(body, spec, where="request body"):
@@ -98,3 +104,47 @@ def query_bool(value, name):
     if value in ("false", "0", False):
         return False
     raise invalid(f"{name} must be true or false", field=name)
+
+
+# -- request bodies ----------------------------------------------------------------------------
+
+ACP_OPTION_FIELDS = {"id": text(required=True, max_length=200), "value_id": text(max_length=200),
+                     "bool_value": boolean()}
+RUNTIME_FIELDS = {name: text(max_length=200) for name in ("provider", "model", "reasoning_effort", "speed")} | {
+    "acp_options": sequence(items=ACP_OPTION_FIELDS)}
+WORKSPACE_FIELDS = {"name": text(required=True), "path": text(required=True)}
+CREATE_FIELDS = {
+    "agent_name": text(max_length=64),
+    "name": text(max_length=200),
+    "workspace": text(max_length=300),
+    "workspace_path": text(max_length=4096),
+    "parent_session_id": text(max_length=64),
+    "lineage_kind": text(max_length=32),
+    "type": text(choices=(SessionType.USER, SessionType.SYSTEM, SessionType.COORDINATOR)),
+}
+PROMPT_FIELDS = {"message": text(required=True), "message_id": text(), "idempotency_key": text(),
+                 "runtime": mapping(fields=RUNTIME_FIELDS), "mode": text(choices=tuple(BusyMode)),
+                 "expected_turn_id": text()}
+CANCEL_FIELDS = {}
+EDIT_FIELDS = {"message": text(required=True), "message_id": text(), "idempotency_key": text()}
+STEER_FIELDS = {"expected_turn_id": text(required=True), "message": text(), "message_id": text(),
+                "idempotency_key": text()}
+SELECTION_FIELDS = {"runtime": mapping(required=True, fields=RUNTIME_FIELDS),
+                    "expected_revision": integer(required=True)}
+APPROVE_FIELDS = {"request_id": text(required=True), "decision": text(required=True, choices=tuple(PermissionDecision)),
+                  "turn_id": text()}
+STOP_FIELDS = {"wait": boolean()}
+REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}
+
+# -- query parameters, typed as parsed -----------------------------------------------------------
+
+ARCHIVE_VIEWS = ("active", "archived", "all")
+LIST_QUERY = {"workspace": text(), "parent": text(), "root": text(), "state": text(choices=tuple(SessionState)),
+              "agent": text(), "archive": text(choices=("exclude", "only", "include")),
+              "limit": integer(minimum=1, maximum=1000), "cursor": text()}
+EVENTS_QUERY = {"after_sequence": integer(minimum=0), "before_sequence": integer(minimum=0), "turn_id": text(),
+                "type": text(), "limit": integer(minimum=1, maximum=1000), "archive": text(choices=ARCHIVE_VIEWS)}
+HISTORY_QUERY = {"archive": text(choices=ARCHIVE_VIEWS)}
+STREAM_QUERY = {"after_sequence": integer(minimum=0)}
+ARCHIVE_QUERY = {"stop": boolean()}
+CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True)}

@@ -78,7 +78,7 @@ def test_an_older_metadata_file_reads_upgraded_but_is_not_rewritten(home, worksp
         read = manager.get_session(child["id"])["session"]
         assert read["lineage"]["kind"] == "provenance"
         assert meta.read_bytes() == stored
-        manager.archive_session(child["id"], None, stop=True)  # a lifecycle change saves the kind
+        manager.archive_session(child["id"], None, {"stop": True})  # a lifecycle change saves the kind
         assert json.loads(meta.read_text())["lineage"]["kind"] == "provenance"
     finally:
         manager.shutdown()

@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from compozy import __version__
+from compozy.api import OPERATIONS
 from compozy.client import Client
-from compozy.http.app import all_routes
-from compozy.http.routing import openapi
+from compozy.http.openapi import openapi
 from tests.harness.daemon import DaemonProcess
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -26,7 +26,7 @@ def daemon(tmp_path_factory):
 
 
 def expected_operations():
-    return {(route.method.lower(), re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route.rule)) for route in all_routes()}
+    return {(op.method.lower(), re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", op.rule)) for op in OPERATIONS}
 
 
 def served_document(daemon):
@@ -45,7 +45,7 @@ def assert_lists_exactly_the_routes(document):
     served = [(method, path) for method, path, _ in operations(document)]
     assert len(served) == len(set(served))
     assert set(served) == expected_operations()
-    assert len(served) == len(all_routes())
+    assert len(served) == len(OPERATIONS)
 
 
 def assert_unique_operation_ids(document):
@@ -68,7 +68,7 @@ def test_openapi_operation_ids_unique(daemon):
 
 def test_generated_document_matches_route_table():
     """The generator alone (no daemon): separates a serving fault from a content fault."""
-    document = openapi(all_routes(), __version__)
+    document = openapi(__version__)
     assert_lists_exactly_the_routes(document)
     assert_unique_operation_ids(document)
     assert document["info"]["version"] == __version__
@@ -83,5 +83,5 @@ def test_openapi_path_parameters_match_path_templates(daemon):
 
 
 def test_route_table_has_no_duplicates():
-    keys = [(route.method, route.rule) for route in all_routes()]
+    keys = [(op.method, op.rule) for op in OPERATIONS]
     assert [k for k, n in Counter(keys).items() if n > 1] == []

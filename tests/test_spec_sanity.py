@@ -6,7 +6,7 @@ import click
 import pytest
 
 from compozy.cli.main import cli
-from compozy.http.app import all_routes
+from compozy.api import OPERATIONS
 from compozy.states import TRANSITIONS
 from tests.harness.ops import OPS
 from tests.harness.scenario import (EXPECT_KEYS, STEP_KEYS, SURFACES, TOP_KEYS, all_scenarios, strip_lines)
@@ -82,7 +82,7 @@ def test_every_operation_has_a_scenario():
 
 
 def test_every_route_has_a_scenario_or_a_dedicated_test():
-    missing = {r.op for r in all_routes()} - _covered() - set(ROUTES_TESTED_ELSEWHERE)
+    missing = {op.name for op in OPERATIONS} - _covered() - set(ROUTES_TESTED_ELSEWHERE)
     assert missing == set()
 
 

@@ -19,9 +19,6 @@ from compozy.states import (BusyMode, Disposition, MarkerKind, QueueStatus, Sess
 log = logging.getLogger("compozy.admission")
 
 MAX_MESSAGE_BYTES = 1024 * 1024
-PROMPT_FIELDS = {"message": v.text(required=True), "message_id": v.text(), "idempotency_key": v.text(),
-                 "runtime": v.mapping(), "mode": v.text(choices=tuple(m.value for m in BusyMode)),
-                 "expected_turn_id": v.text()}
 
 
 def fingerprint(operation, **fields):
@@ -61,7 +58,7 @@ class Inputs:
     # -- admission -----------------------------------------------------------------------
 
     def prompt(self, session, body):
-        body = v.check_body(body, PROMPT_FIELDS)
+        body = v.check_body(body, v.PROMPT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
         snapshot = check_snapshot(body["runtime"]) if "runtime" in body else {}

@@ -7,21 +7,11 @@ from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_id
 from compozy.session.records import new_document
-from compozy.states import CREATE_LINEAGE_KINDS, LineageKind, SessionType
-
-CREATE_FIELDS = {
-    "agent_name": v.text(max_length=64),
-    "name": v.text(max_length=200),
-    "workspace": v.text(max_length=300),
-    "workspace_path": v.text(max_length=4096),
-    "parent_session_id": v.text(max_length=64),
-    "lineage_kind": v.text(max_length=32),
-    "type": v.text(choices=(SessionType.USER, SessionType.SYSTEM, SessionType.COORDINATOR)),
-}
+from compozy.states import CREATE_LINEAGE_KINDS, LineageKind
 
 
 def create_session(body, *, config, workspaces, store):
-    body = v.check_body(body, CREATE_FIELDS)
+    body = v.check_body(body, v.CREATE_FIELDS)
     if ("workspace" in body) == ("workspace_path" in body):
         raise invalid("give exactly one of workspace or workspace_path")
     if "name" in body and not body["name"].strip():

@@ -7,25 +7,24 @@ archived, unless the request asks to stop it first through the normal ladder.
 from compozy import validate as v
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
-from compozy.states import SessionState, StopCause
+from compozy.states import SessionState, StopAnswer, StopCause
 
-STOP_FIELDS = {"wait": v.boolean()}
 LEGACY_STOP_WARNING = ("POST .../stop without an explicit wait is deprecated and will be removed in v0.5.0; "
                        "send {\"wait\": true} or {\"wait\": false}")
 
 
 def stop(stopper, session, body):
-    """(document, status): 202 stopping, 200 outcome, 200 already stopped, or 204 for legacy callers."""
-    body = v.check_body(body, STOP_FIELDS)
+    """(StopAnswer, document): accepted, the outcome, already stopped (no document), or legacy."""
+    body = v.check_body(body, v.STOP_FIELDS)
     wait = body.get("wait")
     outcome, accepted = stopper.request(session, StopCause.USER, wait=wait is not False)
     if not accepted:
-        return outcome, 200
+        return (StopAnswer.STOPPED, None) if wait is False else (StopAnswer.OUTCOME, outcome)
     if wait is None:
-        return {"warning": LEGACY_STOP_WARNING}, 204
+        return StopAnswer.LEGACY, {"warning": LEGACY_STOP_WARNING}
     if wait:
-        return outcome, 200
-    return {"status": SessionState.STOPPING.value, "session_id": session.id}, 202
+        return StopAnswer.OUTCOME, outcome
+    return StopAnswer.ACCEPTED, {"status": SessionState.STOPPING.value, "session_id": session.id}
 
 
 def stop_for(stopper, session, cause, failure_code):

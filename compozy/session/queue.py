@@ -12,10 +12,6 @@ from compozy.session.admission import check_identity, check_message, fingerprint
 from compozy.session.turns import Turn
 from compozy.states import MarkerKind, QueueStatus
 
-EDIT_FIELDS = {"message": v.text(required=True), "message_id": v.text(), "idempotency_key": v.text()}
-STEER_FIELDS = {"expected_turn_id": v.text(required=True), "message": v.text(), "message_id": v.text(),
-                "idempotency_key": v.text()}
-
 
 class QueueControl:
     def __init__(self, services, inputs, worker):
@@ -45,7 +41,7 @@ class QueueControl:
         return {**existing["result"], "replayed": True}
 
     def edit(self, session, entry_id, body):
-        body = v.check_body(body, EDIT_FIELDS)
+        body = v.check_body(body, v.EDIT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
         print_ = fingerprint("edit", entry=entry_id, message=message, message_id=message_id)
@@ -67,7 +63,7 @@ class QueueControl:
 
     def steer(self, session, entry_id, body):
         """Take a queued entry out of the queue and steer the current turn with its text."""
-        body = v.check_body(body, STEER_FIELDS)
+        body = v.check_body(body, v.STEER_FIELDS)
         validate_id(body["expected_turn_id"], "turn", field="expected_turn_id")
         replacement = check_message(body["message"]) if "message" in body else None
         message_id, key = check_identity(body)
@@ -104,7 +100,7 @@ class QueueControl:
             return {"entry": serialize.entry_resource(self.catalog.entry(session.id, entry_id))}
 
     def cancel_turn(self, session, body):
-        v.check_body(body, {})
+        v.check_body(body, v.CANCEL_FIELDS)
         with session.lock:
             turn = session.turn
             if turn is None:

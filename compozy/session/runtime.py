@@ -17,9 +17,6 @@ from compozy.redact import redact
 log = logging.getLogger("compozy.runtime")
 
 FIELDS = ("provider", "model", "reasoning_effort", "speed")
-RUNTIME_SPEC = {name: v.text(max_length=200) for name in FIELDS} | {"acp_options": v.sequence()}
-OPTION_SPEC = {"id": v.text(required=True, max_length=200), "value_id": v.text(max_length=200),
-               "bool_value": v.boolean()}
 # How a snapshot field finds the agent's config option: by id first, then by category.
 OPTION_LOOKUP = {"model": (("model",), ("model",)),
                  "reasoning_effort": (("reasoning_effort", "reasoning", "effort"), ("thought_level",)),
@@ -35,10 +32,10 @@ CLIENT_INFO = {"name": "compozy", "title": "compozy daemon", "version": "0.1"}
 
 def check_snapshot(body, where="runtime"):
     """A validated runtime snapshot; acp_options entries carry exactly one of value_id or bool_value."""
-    snapshot = v.check_body(body, RUNTIME_SPEC, where)
+    snapshot = v.check_body(body, v.RUNTIME_FIELDS, where)
     options = []
     for index, entry in enumerate(snapshot.get("acp_options", [])):
-        option = v.check_body(entry, OPTION_SPEC, f"{where}.acp_options[{index}]")
+        option = v.check_body(entry, v.ACP_OPTION_FIELDS, f"{where}.acp_options[{index}]")
         if ("value_id" in option) == ("bool_value" in option):
             raise invalid(f"{where}.acp_options[{index}] needs exactly one of value_id or bool_value")
         options.append(option)

@@ -7,8 +7,6 @@ from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.session.runtime import check_snapshot
 
-SET_FIELDS = {"runtime": v.mapping(required=True), "expected_revision": v.integer(required=True)}
-
 
 def _check_revision(session, expected):
     current = int(session.document["runtime"].get("selection_revision") or 0)
@@ -19,7 +17,7 @@ def _check_revision(session, expected):
 
 
 def set_selection(session, body):
-    body = v.check_body(body, SET_FIELDS)
+    body = v.check_body(body, v.SELECTION_FIELDS)
     snapshot = check_snapshot(body["runtime"])
     if not snapshot:
         raise invalid("runtime must set at least one field")

@@ -175,7 +175,7 @@ OPS = {
         + flags(a, {"expected_revision": "--expected-revision"}),
         cli_command="session runtime set", unwrap="session", scoped=True),
     "session.runtime.clear": Op(
-        call=lambda m, a: m.clear_runtime(a["session"], a.get("workspace"), a.get("expected_revision")),
+        call=lambda m, a: m.clear_runtime(a["session"], a.get("workspace"), _body(a, "expected_revision")),
         http=lambda a: ("DELETE", scoped_path(a, "runtime"), _body(a, "expected_revision"), None),
         cli=lambda a: ["session", "runtime", "clear", a["session"]]
         + flags(a, {"expected_revision": "--expected-revision"}),
@@ -186,12 +186,12 @@ OPS = {
         cli=lambda a: ["session", "approve", a["session"], a["request_id"]] + flags(a, {"decision": "--decision"}),
         cli_command="session approve", unwrap="permission", scoped=True),
     "session.stop": Op(
-        call=lambda m, a: _first(m.stop_session(a.pop("session"), a.pop("workspace", None), a)),
+        call=lambda m, a: m.stop_session(a.pop("session"), a.pop("workspace", None), a),
         http=lambda a: ("POST", scoped_path(a, "stop"), None, a),
         cli=lambda a: ["session", "stop", a["session"]] + (["--wait"] if a.get("wait") else []),
         cli_command="session stop", scoped=True),
     "session.archive": Op(
-        call=lambda m, a: m.archive_session(a["session"], a.get("workspace"), a.get("stop", False)),
+        call=lambda m, a: m.archive_session(a["session"], a.get("workspace"), {"stop": a.get("stop", False)}),
         http=lambda a: ("POST", scoped_path(a, "archive"), {"stop": "true"} if a.get("stop") else None, None),
         cli=lambda a: ["session", "archive", a["session"]] + (["--stop"] if a.get("stop") else []),
         cli_command="session archive", unwrap="session", scoped=True),
@@ -218,10 +218,6 @@ OPS = {
         cli=lambda a: ["session", "history", a["session"]] + flags(a, {"archive": "--archive"}),
         cli_command="session history", scoped=True),
 }
-
-
-def _first(result):
-    return result[0] if isinstance(result, tuple) else result
 
 
 def collect(pairs):

@@ -3,7 +3,8 @@
 Layers (shared/reference/style.md section 6.3, as fixed for this project):
   0 errors, states, ids, clock, location (and the package root, which holds only __version__)
   1 config, paths, validate, redact
-  2 store.*, acp.protocol, serialize, proc and boundary (the operating-system seams, stdlib only)
+  2 store.*, acp.protocol, serialize, api (the operation table), proc and boundary (the operating-system
+    seams, stdlib only)
   3 acp.driver
   4 session.*
   5 manager
@@ -32,7 +33,7 @@ LAYER_OF = {
     "compozy": 0, "compozy.errors": 0, "compozy.states": 0, "compozy.ids": 0, "compozy.clock": 0,
     "compozy.location": 0,
     "compozy.config": 1, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
-    "compozy.store": 2, "compozy.acp": 2, "compozy.acp.protocol": 2, "compozy.serialize": 2,
+    "compozy.store": 2, "compozy.acp": 2, "compozy.acp.protocol": 2, "compozy.serialize": 2, "compozy.api": 2,
     "compozy.proc": 2, "compozy.boundary": 2, "compozy.acp.driver": 3,
     "compozy.session": 4,
     "compozy.manager": 5,

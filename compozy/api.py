@@ -1,0 +1,198 @@
+"""The operation table: every operation of the daemon's API, listed once.
+
+Layer 2 (the wire, as data). An entry names the operation as scenarios and logs spell it, its
+HTTP method and rule, the SessionManager method it calls (path parameters, then `body` or
+`query`, by keyword), its body and query specs (the ones compozy/validate.py enforces), its
+answers, the errors it can return, its CLI command and its native tool. compozy/http registers
+the Flask rules and writes /api/openapi.json from it, the CLI builds its requests from it, and
+the scenario harness derives its in-process, HTTP and CLI calls from it. A new operation is one
+entry here plus its façade method.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+from compozy import validate as v
+from compozy.states import Disposition, StopAnswer
+
+S = "/api/workspaces/<workspace>/sessions/<session_id>"
+ENTRY = S + "/prompt/queue/<entry>"
+
+
+@dataclass(frozen=True)
+class Success:
+    status: int
+    schema: str | None              # a components/schemas name; None: no body
+    kinds: tuple = ()               # the result kinds (serialize.Answer) answered with this status
+    summary: str = "success"
+
+
+@dataclass(frozen=True)
+class Cli:
+    command: str                    # the click command path, e.g. "session events"
+    arguments: tuple = ()           # fields given positionally, in order
+    flags: tuple = ()               # (field, "--flag") pairs; a boolean field is a bare flag
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    rule: str
+    name: str
+    facade: str | None
+    summary: str
+    success: tuple = (Success(200, None),)
+    errors: tuple = ()
+    body: dict | None = None        # a validate spec; None: the route reads no body
+    query: dict = field(default_factory=dict)
+    stream: str = ""                # "always": text/event-stream; "on request": also, with that Accept
+    cli: Cli | None = None
+    tool: str | None = None         # the native MCP tool (interface.md, "Native tools for agents")
+
+    @property
+    def path_params(self):
+        return tuple(re.findall(r"<(?:\w+:)?(\w+)>", self.rule))
+
+    def status_for(self, kind=None):
+        """The HTTP status of a result of this kind (None: a plain document)."""
+        for success in self.success:
+            if (kind in success.kinds) if kind is not None else not success.kinds:
+                return success.status
+        raise LookupError(f"{self.name} has no status for a {kind!r} answer")
+
+
+SESSION = ("invalid_request", "workspace_not_found", "session_not_found")
+ADMISSION = ("new_work_admission_unavailable",)
+BINDING = ("agent_not_found", "model_unavailable", "provider_auth_failure", "provider_unavailable",
+           "runtime_option_unsupported")
+IDENTITY = ("idempotency_conflict",)
+ENTRY_ERRORS = ("queue_entry_not_found", "queue_entry_not_queued")
+
+
+def _flags(*fields):
+    return tuple((name, "--" + name.replace("_", "-")) for name in fields)
+
+
+def _session_cli(command, *arguments, flags=()):
+    return Cli(command, ("session_id", *arguments), flags)
+
+
+PROMPT_ANSWERS = (
+    Success(200, "PromptAnswer", (Disposition.STARTED, Disposition.STEERED, Disposition.INTERRUPTED),
+            "admitted: started, steered or interrupted"),
+    Success(202, "PromptAnswer", (Disposition.QUEUED,), "queued behind the current turn"),
+)
+STOP_ANSWERS = (
+    Success(202, "StopAccepted", (StopAnswer.ACCEPTED,), "wait false: the stop runs on"),
+    Success(200, "StopOutcome", (StopAnswer.OUTCOME,), "wait true (or omitted on a stopped session): the outcome"),
+    Success(200, "SessionAnswer", (StopAnswer.STOPPED,), "wait false on a stopped session: the session"),
+    Success(204, None, (StopAnswer.LEGACY,), "wait omitted: deprecated, with Deprecation and Warning headers"),
+)
+
+OPERATIONS = (
+    Operation("GET", "/api/health", "daemon.health", "health", "Liveness and version",
+              (Success(200, "DaemonHealth"),)),
+    Operation("GET", "/api/status", "daemon.status", "daemon_status",
+              "Session counts by state and the sessions that need attention (failures)",
+              (Success(200, "DaemonStatusAnswer"),), cli=Cli("status")),
+    Operation("GET", "/api/openapi.json", "daemon.openapi", None, "This document", (Success(200, "OpenAPI"),)),
+    Operation("POST", "/api/workspaces", "workspace.create", "create_workspace",
+              "Register a workspace by name and absolute path", (Success(201, "WorkspaceAnswer"),),
+              ("invalid_request", "workspace_conflict"), body=v.WORKSPACE_FIELDS,
+              cli=Cli("workspace add", ("name", "path"))),
+    Operation("GET", "/api/workspaces", "workspace.list", "list_workspaces", "List registered workspaces",
+              (Success(200, "WorkspaceList"),), cli=Cli("workspace list")),
+    Operation("POST", "/api/sessions", "session.create", "create_session",
+              "Create a durable session (active, runtime unbound)", (Success(201, "SessionAnswer"),),
+              ("invalid_request", "workspace_not_found", "workspace_conflict", "parent_session_not_found",
+               "agent_not_found", *ADMISSION), body=v.CREATE_FIELDS,
+              cli=Cli("session new", flags=(("agent_name", "--agent"), ("workspace", "--workspace"),
+                                            ("workspace_path", "--cwd"), ("name", "--name"),
+                                            ("parent_session_id", "--parent"), ("lineage_kind", "--lineage-kind"),
+                                            ("type", "--type"))),
+              tool="compozy__session_create"),
+    Operation("GET", "/api/sessions", "session.list", "list_sessions", "List sessions, newest first",
+              (Success(200, "SessionPage"),), ("invalid_request", "workspace_not_found"), query=v.LIST_QUERY,
+              cli=Cli("session list", flags=_flags(*v.LIST_QUERY)), tool="compozy__session_list"),
+    Operation("GET", "/api/sessions/stream", "session.catalog_stream", "catalog_stream",
+              "Server-Sent Events of catalog changes for list views", (Success(200, None),), stream="always"),
+    Operation("GET", "/api/sessions/<session_id>", "session.get", "get_session", "Read a session",
+              (Success(200, "SessionAnswer"),), ("invalid_request", "session_not_found"),
+              cli=_session_cli("session get"), tool="compozy__session_describe"),
+    Operation("DELETE", "/api/sessions/<session_id>", "session.remove", "remove_session",
+              "Stop a session if live, then delete its record and history", (Success(200, "Removal"),),
+              ("invalid_request", "session_not_found", "stop_unverified"), cli=_session_cli("session remove")),
+    Operation("GET", S, "session.get.scoped", "get_session", "Read a session in a workspace",
+              (Success(200, "SessionAnswer"),), SESSION, cli=_session_cli("session get", flags=_flags("workspace"))),
+    Operation("DELETE", S, "session.remove.scoped", "remove_session", "Remove a session in a workspace",
+              (Success(200, "Removal"),), (*SESSION, "stop_unverified"),
+              cli=_session_cli("session remove", flags=_flags("workspace"))),
+    Operation("GET", S + "/status", "session.status", "session_status", "Compact session status",
+              (Success(200, "SessionStatusAnswer"),), SESSION, cli=_session_cli("session status")),
+    Operation("GET", S + "/health", "session.health", "session_health", "The session's health record",
+              (Success(200, "SessionHealthAnswer"),), SESSION, cli=_session_cli("session health")),
+    Operation("GET", S + "/inspect", "session.inspect", "inspect_session",
+              "Session, files, process, queue, pending requests and recent events",
+              (Success(200, "Inspection"),), SESSION, cli=_session_cli("session inspect")),
+    Operation("POST", S + "/prompt", "session.prompt", "prompt",
+              "Send a prompt; JSON admission, or with Accept: text/event-stream the admission then the turn's events",
+              PROMPT_ANSWERS, (*SESSION, *ADMISSION, *IDENTITY, "message_conflict", "session_archived",
+                               "session_stop_in_progress", "session_not_active", "active_turn_mismatch",
+                               "queue_full", *BINDING),
+              body=v.PROMPT_FIELDS, stream="on request",
+              cli=_session_cli("session prompt", "message",
+                               flags=_flags("mode", "expected_turn_id", "message_id", "idempotency_key")),
+              tool="compozy__session_prompt"),
+    Operation("POST", S + "/prompt/cancel", "session.cancel", "cancel_turn", "Cancel the current turn",
+              (Success(200, "CancelAnswer"),), (*SESSION, "prompt_not_in_progress"), body=v.CANCEL_FIELDS,
+              cli=_session_cli("session cancel")),
+    Operation("GET", S + "/prompt/queue", "session.input.list", "list_inputs", "The daemon-owned input queue",
+              (Success(200, "QueueEntryList"),), SESSION, cli=_session_cli("session input list")),
+    Operation("PUT", ENTRY, "session.input.edit", "edit_input", "Replace a queued entry's text",
+              (Success(200, "QueueEntryEdit"),), (*SESSION, *ENTRY_ERRORS, *IDENTITY), body=v.EDIT_FIELDS,
+              cli=_session_cli("session input edit", "entry", "message",
+                               flags=_flags("message_id", "idempotency_key"))),
+    Operation("POST", ENTRY + "/steer", "session.input.steer", "steer_input",
+              "Promote a queued entry to steer the turn", (Success(202, "PromptAnswer"),),
+              (*SESSION, *ENTRY_ERRORS, *IDENTITY, "prompt_not_in_progress", "active_turn_mismatch"),
+              body=v.STEER_FIELDS,
+              cli=_session_cli("session input steer", "entry", "message",
+                               flags=_flags("expected_turn_id", "message_id", "idempotency_key"))),
+    Operation("DELETE", ENTRY, "session.input.cancel", "cancel_input", "Cancel a queued entry",
+              (Success(200, "QueueEntryAnswer"),), (*SESSION, *ENTRY_ERRORS),
+              cli=_session_cli("session input cancel", "entry")),
+    Operation("PUT", S + "/runtime", "session.runtime.set", "set_runtime", "Select the next prompt's runtime",
+              (Success(200, "SessionAnswer"),), (*SESSION, "revision_conflict"), body=v.SELECTION_FIELDS,
+              cli=_session_cli("session runtime set", flags=_flags("expected_revision"))),
+    Operation("DELETE", S + "/runtime", "session.runtime.clear", "clear_runtime", "Clear the runtime selection",
+              (Success(200, "SessionAnswer"),), (*SESSION, "revision_conflict"), query=v.CLEAR_SELECTION_QUERY,
+              cli=_session_cli("session runtime clear", flags=_flags("expected_revision"))),
+    Operation("POST", S + "/approve", "session.approve", "approve", "Answer a pending permission request",
+              (Success(200, "PermissionAnswer"),), (*SESSION, "permission_request_not_found"),
+              body=v.APPROVE_FIELDS, cli=_session_cli("session approve", "request_id", flags=_flags("decision"))),
+    Operation("POST", S + "/stop", "session.stop", "stop_session", "Stop the session through the verified ladder",
+              STOP_ANSWERS, SESSION, body=v.STOP_FIELDS, cli=_session_cli("session stop", flags=_flags("wait")),
+              tool="compozy__session_stop"),
+    Operation("POST", S + "/archive", "session.archive", "archive_session",
+              "Archive a stopped session (stop=true stops first)", (Success(200, "SessionAnswer"),),
+              (*SESSION, "session_not_stopped", "session_archive_stop_failed"), query=v.ARCHIVE_QUERY,
+              cli=_session_cli("session archive", flags=_flags("stop")), tool="compozy__session_archive"),
+    Operation("POST", S + "/unarchive", "session.unarchive", "unarchive_session",
+              "Return an archived session to the catalog", (Success(200, "SessionAnswer"),), SESSION,
+              cli=_session_cli("session unarchive")),
+    Operation("POST", S + "/repair", "session.repair", "repair_session", "Append-only transcript repair",
+              (Success(200, "RepairAnswer"),), (*SESSION, "session_not_stopped", "repair_requires_force"),
+              body=v.REPAIR_FIELDS, cli=_session_cli("session repair", flags=_flags("dry_run", "force"))),
+    Operation("GET", S + "/events", "session.events", "events", "Event records, ascending",
+              (Success(200, "EventList"),), SESSION, query=v.EVENTS_QUERY,
+              cli=_session_cli("session events", flags=(
+                  ("limit", "--last"), ("after_sequence", "--after"), ("before_sequence", "--before"),
+                  ("turn_id", "--turn"), ("type", "--type"), ("archive", "--archive")))),
+    Operation("GET", S + "/history", "session.history", "history", "User prompts and assistant answers",
+              (Success(200, "History"),), SESSION, query=v.HISTORY_QUERY,
+              cli=_session_cli("session history", flags=_flags("archive")), tool="compozy__session_history"),
+    Operation("GET", S + "/stream", "session.stream", "stream",
+              "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
+              (Success(200, None),), SESSION, query=v.STREAM_QUERY, stream="always"),
+)
+OPS = {operation.name: operation for operation in OPERATIONS}

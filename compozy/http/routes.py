@@ -1,0 +1,74 @@
+"""Flask views generated from the operation table; the few routes that need more say why here.
+
+Layer 6 (surface). A generated view reads the path parameters, the JSON body (when the operation
+has a body spec) and the query (when it has query parameters), calls the façade method the table
+names by keyword, and answers with the status the table gives the result's kind.
+"""
+
+from flask import Response, jsonify, request
+
+from compozy.errors import invalid
+from compozy.http.guards import json_body, query_args
+from compozy.http.sse import records_as_pairs, sse_response, wants_stream
+from compozy.serialize import JSONText
+from compozy.validate import query_int
+
+
+def call(manager, operation, params):
+    """The façade call the table describes, with this request's body and query."""
+    arguments = dict(params)
+    if operation.body is not None:
+        arguments["body"] = json_body()
+    if operation.query:
+        arguments["query"] = query_args()
+    return getattr(manager, operation.facade)(**arguments)
+
+
+def prompt(manager, operation, params):
+    if wants_stream(request):
+        return sse_response(manager.prompt_stream(body=json_body(), **params))
+    return call(manager, operation, params)
+
+
+def list_sessions(manager, operation, params):
+    # Encoded: a page is joined from each row's stored JSON text, not decoded and encoded again.
+    return manager.list_sessions(query_args(), encoded=True)
+
+
+def stream(manager, operation, params):
+    query = query_args()
+    unknown = sorted(set(query) - set(operation.query))
+    if unknown:
+        raise invalid(f"unknown parameter(s): {', '.join(unknown)}")
+    after = query_int(request.headers.get("Last-Event-ID") or query.get("after_sequence"), "Last-Event-ID")
+    return sse_response(records_as_pairs(manager.stream(after_sequence=after, **params)))
+
+
+def catalog_stream(manager, operation, params):
+    return sse_response(records_as_pairs(manager.catalog_stream()))
+
+
+SPECIAL = {"session.prompt": prompt, "session.list": list_sessions, "session.stream": stream,
+           "session.catalog_stream": catalog_stream}
+
+
+def view(manager, operation, handler=None):
+    handler = handler or SPECIAL.get(operation.name, call)
+
+    def handle(**params):
+        return respond(operation, handler(manager, operation, params))
+    handle.__name__ = operation.name
+    return handle
+
+
+def respond(operation, result):
+    if isinstance(result, Response):
+        return result
+    status = operation.status_for(getattr(result, "kind", None))
+    if status == 204:
+        warning = result.get("warning")
+        headers = {"Deprecation": "true", "Warning": f'299 compozy "{warning}"'} if warning else {}
+        return Response(status=204, headers=headers)
+    if isinstance(result, JSONText):
+        return Response(result, status=status, mimetype="application/json")
+    return jsonify(result), status
