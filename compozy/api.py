@@ -45,6 +45,7 @@ class Operation:
     errors: tuple = ()
     body: dict | None = None        # a validate spec; None: the route reads no body
     query: dict = field(default_factory=dict)
+    headers: dict = field(default_factory=dict)
     stream: str = ""                # "always": text/event-stream; "on request": also, with that Accept
     cli: Cli | None = None
     tool: str | None = None         # the native MCP tool (interface.md, "Native tools for agents")
@@ -193,6 +194,7 @@ OPERATIONS = (
               cli=_session_cli("session history", flags=_flags("archive")), tool="compozy__session_history"),
     Operation("GET", S + "/stream", "session.stream", "stream",
               "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
-              (Success(200, None),), SESSION, query=v.STREAM_QUERY, stream="always"),
+              (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},
+              stream="always"),
 )
 OPS = {operation.name: operation for operation in OPERATIONS}

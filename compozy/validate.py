@@ -142,9 +142,10 @@ ARCHIVE_VIEWS = ("active", "archived", "all")
 LIST_QUERY = {"workspace": text(), "parent": text(), "root": text(), "state": text(choices=tuple(SessionState)),
               "agent": text(), "archive": text(choices=("exclude", "only", "include")),
               "limit": integer(minimum=1, maximum=1000), "cursor": text()}
-EVENTS_QUERY = {"after_sequence": integer(minimum=0), "before_sequence": integer(minimum=0), "turn_id": text(),
+SEQUENCE = integer(minimum=0, maximum=SQLITE_MAX_INTEGER)
+EVENTS_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "turn_id": text(),
                 "type": text(), "limit": integer(minimum=1, maximum=1000), "archive": text(choices=ARCHIVE_VIEWS)}
 HISTORY_QUERY = {"archive": text(choices=ARCHIVE_VIEWS)}
-STREAM_QUERY = {"after_sequence": integer(minimum=0)}
+STREAM_QUERY = {"after_sequence": SEQUENCE}
 ARCHIVE_QUERY = {"stop": boolean()}
-CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True)}
+CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}

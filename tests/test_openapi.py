@@ -1,15 +1,22 @@
-"""GET /api/openapi.json describes exactly the daemon's routes, each with a unique operationId."""
+"""GET /api/openapi.json describes the daemon's routes exactly: each once, typed, with every status it answers."""
 
 import json
 import re
 from collections import Counter
 
 import pytest
+from openapi_spec_validator import validate as validate_spec
 
 from compozy import __version__
-from compozy.api import OPERATIONS
+from compozy.api import OPERATIONS, OPS
 from compozy.client import Client
-from compozy.http.openapi import openapi
+from compozy.config import load as load_config
+from compozy.errors import ERRORS, CompozyError
+from compozy.http.openapi import documented_statuses, error_codes, openapi, openapi_path
+from compozy.manager import SessionManager
+from compozy.paths import Home
+from compozy.states import Disposition, StopAnswer
+from tests.harness.scenario import all_scenarios
 from tests.harness.daemon import DaemonProcess
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -85,3 +92,143 @@ def test_openapi_path_parameters_match_path_templates(daemon):
 def test_route_table_has_no_duplicates():
     keys = [(op.method, op.rule) for op in OPERATIONS]
     assert [k for k, n in Counter(keys).items() if n > 1] == []
+
+
+def test_served_document_is_valid_openapi(daemon):
+    validate_spec(served_document(daemon))
+
+
+def test_every_error_response_is_the_error_body_and_names_its_codes():
+    document = openapi(__version__)
+    for method, path, operation in operations(document):
+        for status, response in operation["responses"].items():
+            if status == "default" or int(status) >= 400:
+                assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+            if status != "default" and int(status) >= 400:
+                assert {ERRORS[code].status for code in response["x-error-codes"]} == {int(status)}, (path, status)
+
+
+def test_guards_answers_are_listed_on_every_route():
+    document = openapi(__version__)
+    for method, path, operation in operations(document):
+        statuses = set(operation["responses"])
+        assert {"401", "403", "413"} <= statuses, (method, path)
+        if method in ("post", "put"):
+            assert "415" in statuses, (method, path)
+
+
+def test_request_bodies_are_typed_with_required_fields():
+    prompt = OPS["session.prompt"]
+    schema = openapi(__version__)["paths"][openapi_path(prompt.rule)]["post"]["requestBody"]
+    assert schema["required"] is True
+    body = schema["content"]["application/json"]["schema"]
+    assert body["required"] == ["message"] and body["additionalProperties"] is False
+    assert body["properties"]["message"] == {"type": "string"}
+    assert body["properties"]["mode"]["enum"][:3] == ["queue", "steer", "interrupt"]
+    assert body["properties"]["runtime"]["properties"]["acp_options"]["items"]["required"] == ["id"]
+
+
+def test_query_parameters_are_typed_as_parsed():
+    document = openapi(__version__)
+    for operation in OPERATIONS:
+        parameters = document["paths"][openapi_path(operation.rule)][operation.method.lower()]["parameters"]
+        typed = {p["name"]: p["schema"] for p in parameters if p["in"] == "query"}
+        assert set(typed) == set(operation.query), operation.name
+        for name, field in operation.query.items():
+            assert typed[name]["type"] == {int: "integer", bool: "boolean", str: "string"}[field.types[0]]
+            assert typed[name].get("enum", []) == list(field.choices)
+    limit = document["paths"]["/api/sessions"]["get"]["parameters"][6]
+    assert limit["name"] == "limit" and limit["schema"] == {"type": "integer", "minimum": 1, "maximum": 1000}
+
+
+def test_streaming_routes_answer_event_streams():
+    document = openapi(__version__)
+    for operation in OPERATIONS:
+        responses = document["paths"][openapi_path(operation.rule)][operation.method.lower()]["responses"]
+        success = str(min(s.status for s in operation.success))
+        kinds = set(responses[success].get("content", {}))
+        expected = {"always": {"text/event-stream"}, "on request": {"text/event-stream", "application/json"},
+                    "": {"application/json"}}[operation.stream]
+        assert kinds == expected, operation.name
+
+
+@pytest.mark.parametrize("kinds, operation", [(Disposition, "session.prompt"), (StopAnswer, "session.stop")])
+def test_every_answer_kind_has_a_status(kinds, operation):
+    for kind in kinds:
+        assert OPS[operation].status_for(kind) in documented_statuses(OPS[operation])
+
+
+def _scenario_expectations():
+    for scenario in all_scenarios():
+        for step in (scenario.data.get("steps") or []) + (scenario.data.get("finally") or []):
+            if "do" in step and step["do"] in OPS:
+                yield scenario.id, step["do"], step.get("expect") or {}
+
+
+def test_scenario_statuses_and_errors_are_documented():
+    """What the scenarios expect an operation to answer is in its OpenAPI entry (the harness also
+    checks every answer it observes against the document while the scenarios run)."""
+    checked = 0
+    for scenario_id, name, expect in _scenario_expectations():
+        operation = OPS[name]
+        if "error" in expect:
+            assert expect["error"] in error_codes(operation), (scenario_id, name, expect["error"])
+        if "http_status" in expect:
+            assert expect["http_status"] in documented_statuses(operation), (scenario_id, name)
+        checked += 1
+    assert checked > 100
+
+
+# -- the body spec a route documents is the spec it is enforced with ------------------------------
+
+SAMPLES = {str: "x", bool: True, int: 1, dict: {}, list: []}
+WRONG = {str: 5, bool: "yes", int: "1", dict: [], list: {}}
+
+
+@pytest.fixture(scope="module")
+def facade(tmp_path_factory):
+    """A real manager with one unbound session: each body is checked before anything starts."""
+    root = tmp_path_factory.mktemp("bodies")
+    home, workspace = Home(root / "home"), root / "workspace"
+    workspace.mkdir()
+    manager = SessionManager(home, load_config(home.config_file)).start()
+    session = manager.create_session({"workspace_path": str(workspace)})["session"]
+    try:
+        yield manager, {"workspace": session["workspace_id"], "session_id": session["id"],
+                        "entry": "queue_01J00000000000000000000000"}
+    finally:
+        manager.shutdown()
+
+
+def _refusal(manager, operation, params, body):
+    arguments = {name: params[name] for name in operation.path_params}
+    with pytest.raises(CompozyError) as caught:
+        getattr(manager, operation.facade)(body=body, **arguments)
+    return caught.value
+
+
+def _sample(field):
+    return field.choices[0] if field.choices else SAMPLES[field.types[0]]
+
+
+BODY_OPERATIONS = [op for op in OPERATIONS if op.body is not None]
+
+
+@pytest.mark.parametrize("operation", BODY_OPERATIONS, ids=[op.name for op in BODY_OPERATIONS])
+def test_enforced_body_spec_is_the_documented_one(facade, operation):
+    manager, params = facade
+    spec = openapi(__version__)["paths"][openapi_path(operation.rule)][operation.method.lower()]["requestBody"]
+    documented = spec["content"]["application/json"]["schema"]
+    required = set(documented.get("required", []))
+    valid = {name: _sample(field) for name, field in operation.body.items() if name in required}
+    error = _refusal(manager, operation, params, {**valid, "not_a_field": 1})
+    assert error.code == "invalid_request" and error.details.get("fields") == ["not_a_field"]
+    for name in required:
+        error = _refusal(manager, operation, params, {k: v for k, v in valid.items() if k != name})
+        assert (error.code, error.details.get("field")) == ("invalid_request", name), name
+    for name, schema in documented["properties"].items():
+        field = operation.body[name]
+        error = _refusal(manager, operation, params, {**valid, name: WRONG[field.types[0]]})
+        assert (error.code, error.details.get("field")) == ("invalid_request", name), name
+        assert schema["type"] == {str: "string", bool: "boolean", int: "integer", dict: "object",
+                                  list: "array"}[field.types[0]]

@@ -1,45 +1,110 @@
-"""/api/openapi.json, written from the operation table.
+"""/api/openapi.json, written from the operation table and the component schemas.
 
-Layer 6 (surface).
+Layer 6 (surface). Every operation lists each status it can answer: its successes (by result
+kind), the errors the table names, and what the guards answer on any route.
 """
 
 import re
+from collections import defaultdict
 
 from compozy import api
+from compozy.errors import ERRORS
+from compozy.http.schemas import SCHEMAS, field_schema, ref, spec_schema
+
+# What the guards in front of every route can answer (http/guards.py).
+GUARD_ERRORS = ("unauthorized", "host_not_allowed", "origin_not_allowed", "body_too_large")
+BODY_METHODS = ("POST", "PUT", "PATCH")  # a body of another media type is refused on these
+EVENT_STREAM = {"text/event-stream": {"schema": {
+    "type": "string", "description": "Server-Sent Events: `id:` the sequence, `event:` the type, "
+                                     "`data:` the JSON record; a `: keepalive` comment every 20 s"}}}
+DESCRIPTION = ("Durable sessions for coding agents. Every error is the Error object with a stable code; "
+               "each response lists the codes it can carry in x-error-codes.")
 
 
 def openapi(version):
-    paths = {}
+    paths = defaultdict(dict)
     for operation in api.OPERATIONS:
-        path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", operation.rule)
-        paths.setdefault(path, {})[operation.method.lower()] = _operation(operation)
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": "compozy daemon API", "version": version,
-                 "description": "Durable sessions for coding agents. Errors are {error, code, details}."},
-        "paths": paths,
-        "components": {"schemas": {"Error": {
-            "type": "object", "required": ["error", "code", "details"],
-            "properties": {"error": {"type": "string"}, "code": {"type": "string"},
-                           "details": {"type": "object"}}}}},
-    }
+        paths[openapi_path(operation.rule)][operation.method.lower()] = _operation(operation)
+    return {"openapi": "3.0.3",
+            "info": {"title": "compozy daemon API", "version": version, "description": DESCRIPTION},
+            "paths": dict(paths), "components": {"schemas": SCHEMAS}}
+
+
+def openapi_path(rule):
+    return re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule)
+
+
+def error_codes(operation):
+    """Every error code the operation can answer, the guards' included."""
+    codes = list(GUARD_ERRORS)
+    if operation.path_params:
+        codes.append("endpoint_not_found")  # a parameter with a slash in it leaves no route to match
+    if operation.method in BODY_METHODS:
+        codes.append("unsupported_media_type")
+    if operation.body is not None:
+        codes.append("invalid_request")  # a body that is not a JSON object
+    return tuple(dict.fromkeys((*operation.errors, *codes)))
+
+
+def documented_statuses(operation):
+    return {s.status for s in operation.success} | {ERRORS[code].status for code in error_codes(operation)}
 
 
 def _operation(operation):
-    params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-              for name in operation.path_params]
-    params += [{"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
-               for name in operation.query]
-    content = "text/event-stream" if operation.stream == "always" else "application/json"
-    responses = {str(s.status): {"description": s.summary, "content": {content: {"schema": {"type": "object"}}}}
-                 for s in operation.success}
-    for status in sorted({400, 404}):
-        responses[str(status)] = {"description": "error",
-                                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-    result = {"operationId": operation.name, "summary": operation.summary, "parameters": params,
-              "responses": responses}
+    document = {"operationId": operation.name, "summary": operation.summary, "tags": [operation.name.split(".")[0]],
+                "parameters": _parameters(operation), "responses": _responses(operation)}
     if operation.body is not None:
-        result["requestBody"] = {"required": False, "content": {"application/json": {"schema": {
-            "type": "object", "additionalProperties": False,
-            "properties": {name: {} for name in operation.body}}}}}
-    return result
+        required = any(field.required for field in operation.body.values())
+        document["requestBody"] = {"required": required,
+                                   "content": {"application/json": {"schema": spec_schema(operation.body)}}}
+    if operation.cli is not None:
+        document["x-cli"] = f"compozy {operation.cli.command}"
+    if operation.tool is not None:
+        document["x-mcp-tool"] = operation.tool
+    return document
+
+
+def _parameters(operation):
+    parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                  for name in operation.path_params]
+    parameters += [_parameter(name, field, "query") for name, field in operation.query.items()]
+    parameters += [_parameter(name, field, "header") for name, field in operation.headers.items()]
+    return parameters
+
+
+def _parameter(name, field, where):
+    return {"name": name, "in": where, "required": field.required, "schema": field_schema(field)}
+
+
+def _responses(operation):
+    responses = {}
+    by_status = defaultdict(list)
+    for success in operation.success:
+        by_status[success.status].append(success)
+    for status, successes in sorted(by_status.items()):
+        responses[str(status)] = _success(operation, status, successes)
+    errors = defaultdict(list)
+    for code in error_codes(operation):
+        errors[ERRORS[code].status].append(code)
+    for status, codes in sorted(errors.items()):
+        responses[str(status)] = {"description": ", ".join(codes), "x-error-codes": codes,
+                                  "content": {"application/json": {"schema": ref("Error")}}}
+    responses["default"] = {"description": "internal_error: an unexpected error (the daemon log has the details)",
+                            "content": {"application/json": {"schema": ref("Error")}}}
+    return responses
+
+
+def _success(operation, status, successes):
+    answer = {"description": "; ".join(s.summary for s in successes)}
+    schemas = [ref(s.schema) for s in successes if s.schema]
+    content = {}
+    if schemas and operation.stream != "always":
+        content["application/json"] = {"schema": schemas[0] if len(schemas) == 1 else {"oneOf": schemas}}
+    if operation.stream == "always" or (operation.stream == "on request" and status == 200):
+        content.update(EVENT_STREAM)
+    if content:
+        answer["content"] = content
+    if status == 204:
+        answer["headers"] = {"Deprecation": {"schema": {"type": "string"}, "description": "true"},
+                             "Warning": {"schema": {"type": "string"}, "description": "299 with the deprecation"}}
+    return answer

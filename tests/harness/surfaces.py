@@ -9,15 +9,18 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from compozy.api import OPS as OPERATIONS
 from compozy.client import Client, path_of
 from compozy.config import load as load_config
 from compozy.errors import CompozyError
 from compozy.manager import SessionManager
 from compozy.paths import Home
 
+from tests.harness.answers import answer_problem, error_problem
 from tests.harness.daemon import ENTRY, test_environment
 from tests.harness.ops import OPS, STREAM
 from tests.harness.ops import collect
+from tests.harness.scenario import ScenarioError
 
 CLI_TIMEOUT = 120
 
@@ -33,6 +36,14 @@ class Outcome:
     stdout: str = ""
     stderr: str = ""
     extra: dict = field(default_factory=dict)
+
+
+def check(op_name, problem_of, *answer):
+    """Fail the step when the answer is not the one /api/openapi.json documents for the operation."""
+    operation = OPERATIONS.get(op_name)
+    problem = problem_of(operation, *answer) if operation is not None else None
+    if problem:
+        raise ScenarioError(problem)
 
 
 def unwrap(op, document):
@@ -63,7 +74,11 @@ class InProcess:
                 args["workspace"] = self._workspace_of(args["session"])
             document = op.call(self.manager, args)
         except CompozyError as exc:
+            check(op_name, error_problem, exc.code, exc.to_body())
             return Outcome(error=exc.code, message=exc.message, document=exc.to_body())
+        operation = OPERATIONS.get(op_name)
+        if operation is not None:
+            check(op_name, answer_problem, operation.status_for(getattr(document, "kind", None)), document)
         return Outcome(result=unwrap(op, document), document=document)
 
     def _workspace_of(self, session_id):
@@ -104,8 +119,12 @@ class HttpSurface:
             else:
                 status, document = self.client.call(method, path, body=body, query=query)
         except CompozyError as exc:
+            if getattr(exc, "http_status", None) is not None:
+                check(op_name, error_problem, exc.code, exc.body)
             return Outcome(error=exc.code, message=exc.message, document=getattr(exc, "body", None),
                            http_status=getattr(exc, "http_status", None))
+        if method != STREAM:
+            check(op_name, answer_problem, status, document)
         return Outcome(result=unwrap(op, document), document=document, http_status=status)
 
     def _workspace_of(self, session_id):

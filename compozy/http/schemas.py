@@ -1,0 +1,188 @@
+"""The component schemas of /api/openapi.json: request specs turned into JSON Schema, and the
+documents the daemon answers (serialize.py builds them; the scenarios check every answer against them).
+
+Layer 6 (surface). Objects leave room for fields added later; required lists what every answer carries.
+"""
+
+from compozy import validate as v
+from compozy.errors import ERRORS
+from compozy.states import (BusyMode, Disposition, HealthState, LineageKind, PermissionDecision, QueueStatus,
+                            RuntimeStatus, RuntimeTransition, SessionState, SessionType, SteerDelivery,
+                            StopCause, StopReason)
+
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+BOOLEAN = {"type": "boolean"}
+NUMBER = {"type": "number"}
+OBJECT = {"type": "object"}
+TIMESTAMP = {"type": "string", "format": "date-time"}
+_TYPES = {str: "string", bool: "boolean", int: "integer", dict: "object", list: "array"}
+
+
+def ref(name):
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def nullable(schema):
+    schema = {**schema, "nullable": True}
+    if "enum" in schema:
+        schema["enum"] = [*schema["enum"], None]  # an enum admits null only by listing it
+    return schema
+
+
+def enum(values):
+    return {"type": "string", "enum": [str(value) for value in values]}
+
+
+def array(items):
+    return {"type": "array", "items": items}
+
+
+def obj(required=(), **properties):
+    schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def wrapped(key, name):
+    return obj([key], **{key: ref(name)})
+
+
+# -- request specs -----------------------------------------------------------------------------
+
+def field_schema(field):
+    """One validate.Field as JSON Schema."""
+    schema = {"type": _TYPES[field.types[0]]}
+    if field.max_length is not None:
+        schema["maxLength"] = field.max_length
+    if field.choices:
+        schema["enum"] = list(field.choices)
+    if field.minimum is not None:
+        schema["minimum"] = field.minimum
+    if field.maximum is not None:
+        schema["maximum"] = field.maximum
+    if field.fields is not None:
+        schema.update(spec_schema(field.fields))
+    if field.items is not None:
+        schema["items"] = spec_schema(field.items)
+    return schema
+
+
+def spec_schema(spec):
+    """A body spec as a closed object: check_body refuses fields it does not declare, and takes an
+    optional field sent as null for an absent one."""
+    properties = {name: field_schema(field) if field.required else nullable(field_schema(field))
+                  for name, field in spec.items()}
+    schema = {"type": "object", "additionalProperties": False, "properties": properties}
+    required = [name for name, field in spec.items() if field.required]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+RUNTIME_SNAPSHOT = spec_schema(v.RUNTIME_FIELDS)
+HEALTH = obj(["state", "health", "active_prompt", "attachable", "eligible_for_wake"],
+             state=enum(HealthState), health=enum(("healthy", "degraded", "unknown")), active_prompt=BOOLEAN,
+             attachable=BOOLEAN, eligible_for_wake=BOOLEAN, ineligibility_reason=STRING)
+RUNTIME = obj(["status", "transition", "generation", "selected", "selection_revision"],
+              status=enum(RuntimeStatus), transition=enum(RuntimeTransition), generation=INTEGER,
+              selected=nullable(RUNTIME_SNAPSHOT), selection_revision=INTEGER, effective=OBJECT, last_known=OBJECT,
+              acp_session_id=STRING, recovery=OBJECT, acp_caps=OBJECT,
+              process=obj(["pid"], pid=INTEGER, start_time=nullable(INTEGER)))
+LINEAGE = obj(["kind", "parent_session_id", "root_session_id", "spawn_depth"],
+              kind=enum(LineageKind), parent_session_id=nullable(STRING), root_session_id=nullable(STRING),
+              spawn_depth=INTEGER, spawn_role=STRING, origin_agent_name=STRING, origin_message_id=STRING)
+SUPERVISION = obj(["work_signals", "sources", "quiet_warning"], work_signals=array(obj(["kind"], kind=STRING)),
+                  sources=OBJECT, quiet_warning=nullable(OBJECT))
+FAILURE = obj(["kind"], kind=STRING, summary=STRING)
+SESSION_FIELDS = dict(
+    id=STRING, name=nullable(STRING), type=enum(SessionType), agent_name=STRING, workspace_id=STRING,
+    cwd=nullable(STRING), created_at=TIMESTAMP, updated_at=TIMESTAMP, archived=BOOLEAN, archived_at=TIMESTAMP,
+    fences=obj(["epoch", "generation", "max_sequence"], epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER),
+    runtime=RUNTIME, lineage=LINEAGE, activity=obj(["last_activity_at"], last_activity_at=nullable(STRING)),
+    health=HEALTH, supervision=SUPERVISION, escalated=BOOLEAN, verified=nullable(BOOLEAN),
+    stop_reason=enum(StopReason), stop_detail=STRING, failure=FAILURE, attention=nullable(STRING),
+    derivation=OBJECT)
+SESSION_REQUIRED = ("id", "name", "type", "state", "agent_name", "workspace_id", "cwd", "created_at", "updated_at",
+                    "archived", "fences", "runtime", "lineage", "activity", "health", "supervision", "escalated")
+EVENT = obj(["id", "session_id", "sequence", "turn_id", "type", "agent_name", "workspace_id", "content", "timestamp"],
+            id=STRING, session_id=STRING, sequence=INTEGER, turn_id=nullable(STRING), type=STRING,
+            agent_name=nullable(STRING), workspace_id=nullable(STRING), content=OBJECT, timestamp=TIMESTAMP,
+            archived=BOOLEAN)
+QUEUE_ENTRY = obj(["id", "session_id", "status", "mode", "message", "message_id", "idempotency_key", "turn_id",
+                   "runtime", "position", "created_at", "updated_at"],
+                  id=STRING, session_id=STRING, status=enum(QueueStatus), mode=nullable(enum(BusyMode)), message=STRING,
+                  message_id=STRING, idempotency_key=STRING, turn_id=STRING, runtime=OBJECT, position=INTEGER,
+                  created_at=TIMESTAMP, updated_at=TIMESTAMP)
+PROMPT_ADMISSION = obj(["disposition", "turn_id", "message_id", "idempotency_key", "replayed"],
+                       disposition=enum(Disposition), turn_id=STRING, message_id=STRING, idempotency_key=STRING,
+                       entry_id=STRING, steer_delivery=enum(SteerDelivery), interrupted_turn_id=STRING,
+                       promoted_entry_id=STRING, replayed=BOOLEAN)
+STOP_OUTCOME = obj(["state", "verified", "escalated", "stop_cause", "phase", "stopped_after"],
+                   state=enum((SessionState.STOPPING, SessionState.STOPPED)), verified=BOOLEAN, escalated=BOOLEAN,
+                   stop_cause=nullable(enum(StopCause)), phase=STRING, stopped_after=NUMBER, attention=STRING)
+ERROR = obj(["error", "code", "details"], error=STRING, code=enum(ERRORS), details=OBJECT,
+            child_session_id=STRING, current_turn_id=STRING)
+
+SCHEMAS = {
+    "Error": ERROR,
+    "RuntimeSnapshot": RUNTIME_SNAPSHOT,
+    "Session": obj(SESSION_REQUIRED, state=enum(SessionState), **SESSION_FIELDS),
+    "SessionAnswer": wrapped("session", "Session"),
+    "SessionPage": obj(["sessions", "page"], sessions=array(ref("Session")), page=obj(
+        ["limit", "total", "has_more", "next_cursor"], limit=INTEGER, total=INTEGER, has_more=BOOLEAN,
+        next_cursor=nullable(STRING))),
+    "SessionStatus": obj((*SESSION_REQUIRED, "lifecycle_state", "verified", "attention"),
+                         state=enum(HealthState), lifecycle_state=enum(SessionState), **SESSION_FIELDS),
+    "SessionStatusAnswer": wrapped("session", "SessionStatus"),
+    "SessionHealthAnswer": obj(["health"], health={**HEALTH, "required": ["session_id", *HEALTH["required"]],
+                                                   "properties": {"session_id": STRING, **HEALTH["properties"]}}),
+    "Inspection": obj(["session", "paths", "process", "queue", "pending_interactions", "recent_events"],
+                      session=ref("Session"), paths=obj(["directory", "meta", "events"], directory=STRING,
+                                                         meta=STRING, events=STRING),
+                      process=nullable(OBJECT), queue=array(ref("QueueEntry")),
+                      pending_interactions=array(obj(["request_id", "kind", "status"], request_id=STRING,
+                                                     kind=STRING, status=STRING)),
+                      recent_events=array(ref("Event"))),
+    "Removal": obj(["removed"], removed=obj(["session_id", "workspace_id"], session_id=STRING, workspace_id=STRING)),
+    "Workspace": obj(["id", "name", "path", "created_at"], id=STRING, name=STRING, path=STRING, created_at=TIMESTAMP),
+    "WorkspaceAnswer": wrapped("workspace", "Workspace"),
+    "WorkspaceList": obj(["workspaces"], workspaces=array(ref("Workspace"))),
+    "PromptAdmission": PROMPT_ADMISSION,
+    "PromptAnswer": wrapped("prompt", "PromptAdmission"),
+    "CancelAnswer": obj(["cancel"], cancel=obj(["turn_id", "status"], turn_id=STRING, status=enum(("cancelling",)))),
+    "QueueEntry": QUEUE_ENTRY,
+    "QueueEntryAnswer": wrapped("entry", "QueueEntry"),
+    "QueueEntryEdit": obj(["entry", "replayed"], entry=ref("QueueEntry"), replayed=BOOLEAN),
+    "QueueEntryList": obj(["entries"], entries=array(ref("QueueEntry"))),
+    "PermissionAnswer": obj(["permission"], permission=obj(
+        ["request_id", "decision", "status"], request_id=STRING, decision=enum(PermissionDecision), status=STRING)),
+    "StopAccepted": obj(["status", "session_id"], status=enum((SessionState.STOPPING,)), session_id=STRING),
+    "StopOutcome": STOP_OUTCOME,
+    "RepairAnswer": obj(["repair"], repair=obj(
+        ["session_id", "dry_run", "turn_id", "actions", "issues", "applied"], session_id=STRING, dry_run=BOOLEAN,
+        turn_id=nullable(STRING), actions=array(obj(["action"], action=STRING)), issues=array(STRING),
+        applied=BOOLEAN, appended_sequences=array(INTEGER))),
+    "Event": EVENT,
+    "EventList": obj(["events"], events=array(ref("Event"))),
+    "History": obj(["messages"], messages=array(obj(
+        ["message_id", "turn_id", "role", "text", "timestamp"], message_id=nullable(STRING),
+        turn_id=nullable(STRING), role=enum(("user", "assistant", "tool")), text=STRING, timestamp=TIMESTAMP))),
+    "DaemonHealth": obj(["status", "version"], status=enum(("ok",)), version=STRING),
+    "DaemonStatusAnswer": obj(["status"], status=obj(
+        ["version", "accepting", "sessions", "live", "attention"], version=STRING, accepting=BOOLEAN,
+        sessions={"type": "object", "additionalProperties": INTEGER}, live=INTEGER,
+        attention=array(obj(["id", "state", "workspace_id"], id=STRING, name=nullable(STRING),
+                            state=enum(SessionState), workspace_id=STRING, stop_reason=nullable(STRING),
+                            stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING))))),
+    "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
+    # Answers of the operations that arrive next (rewind, continue, fork), fixed by interface.md.
+    "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(
+        ["draft_text", "target_message_id", "archived_event_count", "replayed"], draft_text=STRING,
+        target_message_id=STRING, archived_event_count=INTEGER, replayed=BOOLEAN)),
+    "DerivationAnswer": obj(["session", "derivation", "replayed"], session=ref("Session"), derivation=OBJECT,
+                            replayed=BOOLEAN),
+}
