@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from compozy import validate as v
 from compozy.states import Disposition, StopAnswer
 
+PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")  # a path parameter in a Flask rule
 S = "/api/workspaces/<workspace>/sessions/<session_id>"
 ENTRY = S + "/prompt/queue/<entry>"
 
@@ -52,7 +53,7 @@ class Operation:
 
     @property
     def path_params(self):
-        return tuple(re.findall(r"<(?:\w+:)?(\w+)>", self.rule))
+        return tuple(PARAMETER.findall(self.rule))
 
     def status_for(self, kind=None):
         """The HTTP status of a result of this kind (None: a plain document)."""

@@ -9,6 +9,7 @@ import os
 import socket
 from urllib.parse import quote, urlencode, urlsplit
 
+from compozy.api import PARAMETER
 from compozy.errors import ERRORS, CompozyError
 
 
@@ -88,6 +89,24 @@ class Client:
 
 def path_of(*parts):
     return "/" + "/".join(quote(str(p), safe="") for p in parts)
+
+
+def request(operation, fields):
+    """(method, path, query, body) of an operation from the table: path parameters by name, every
+    other field in the body when the operation reads one, else in the query. None means absent."""
+    fields = {name: value for name, value in fields.items() if value is not None}
+    path = PARAMETER.sub(lambda m: quote(str(fields.pop(m.group(1))), safe=""), operation.rule)
+    if operation.body is not None:
+        return operation.method, path, None, fields
+    if fields and not operation.query:
+        raise TypeError(f"{operation.name} takes no {', '.join(sorted(fields))}")
+    return operation.method, path, encode_query(fields) or None, None
+
+
+def encode_query(fields):
+    """Query values as the daemon parses them: booleans as true/false, numbers as digits."""
+    return {name: ("true" if value else "false") if isinstance(value, bool) else str(value)
+            for name, value in fields.items()}
 
 
 def _decode(data):

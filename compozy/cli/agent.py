@@ -13,6 +13,11 @@ def agent():
 
 @agent.command("reference")
 def reference():
-    """Run the built-in reference ACP agent on stdin/stdout."""
+    """Run the built-in reference ACP agent on stdin/stdout.
+
+    \b
+    Example:
+      compozy agent reference < requests.jsonl
+    """
     from compozy.agents.reference import main
     main()

@@ -33,7 +33,12 @@ def daemon():
 @click.option("--allow-remote", is_flag=True, help="allow a non-loopback --http address (needs --token)")
 @click.option("--token", envvar="COMPOZY_TOKEN", help="bearer token required with --allow-remote")
 def run(http_addr, socket_path, no_http, allow_remote, token):
-    """Run the daemon in the foreground until SIGTERM or SIGINT."""
+    """Run the daemon in the foreground until SIGTERM or SIGINT.
+
+    \b
+    Example:
+      compozy daemon run --http 127.0.0.1:0
+    """
     from compozy.config import ConfigError
     from compozy.paths import Home
     from compozy.server import Daemon, DaemonError
@@ -52,7 +57,12 @@ def run(http_addr, socket_path, no_http, allow_remote, token):
 @click.option("--http", "http_addr", default="127.0.0.1:2123", show_default=True, help="loopback HOST:PORT")
 @output_option()
 def start(http_addr, output):
-    """Start the daemon in the background and wait until it is ready."""
+    """Start the daemon in the background and wait until it is ready.
+
+    \b
+    Example:
+      compozy daemon start --http 127.0.0.1:2123
+    """
     from compozy.location import child_environment, self_command
     from compozy.paths import Home
     from compozy.paths import read_daemon_file
@@ -79,7 +89,12 @@ def start(http_addr, output):
 @daemon.command("stop")
 @output_option()
 def stop(output):
-    """Stop the running daemon gracefully (live sessions go through the stop ladder)."""
+    """Stop the running daemon gracefully (live sessions go through the stop ladder).
+
+    \b
+    Example:
+      compozy daemon stop
+    """
     from compozy.paths import Home
     from compozy.paths import read_daemon_file
     info = read_daemon_file(Home())
@@ -99,12 +114,17 @@ def stop(output):
 @output_option()
 @click.pass_obj
 def status(obj, output):
-    """Report whether a daemon answers, with its pid, addresses and version."""
+    """Report whether a daemon answers, with its pid, addresses and version.
+
+    \b
+    Example:
+      compozy daemon status -o json
+    """
     from compozy.paths import Home
     from compozy.paths import read_daemon_file
     info = read_daemon_file(Home()) or {}
     try:
-        _, health = obj.client.call("GET", "/api/health")
+        health = obj.call("daemon.health")
     except CompozyError:
         emit({"running": False, **info}, output, lambda d: "compozy daemon: not running")
         sys.exit(1)
@@ -142,8 +162,13 @@ def _tail(path, lines=20):
 @output_option()
 @click.pass_obj
 def overall_status(obj, output):
-    """The daemon at a glance: sessions by state and the ones with a failure or attention."""
-    _, document = obj.client.call("GET", "/api/status")
+    """The daemon at a glance: sessions by state and the ones with a failure or attention.
+
+    \b
+    Example:
+      compozy status
+    """
+    document = obj.call("daemon.status")
     emit(document, output, _status_text)
 
 

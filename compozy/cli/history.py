@@ -5,8 +5,9 @@ Layer 6 (surface).
 
 import click
 
+from compozy.cli.main import choice
 from compozy.cli.output import emit, output_option
-from compozy.cli.session import scoped, session
+from compozy.cli.session import session
 
 
 @session.command("events")
@@ -15,14 +16,18 @@ from compozy.cli.session import scoped, session
 @click.option("--after", "after_sequence", type=click.IntRange(0), help="the oldest events after this sequence")
 @click.option("--before", "before_sequence", type=click.IntRange(1), help="events before this sequence")
 @click.option("--turn", "turn_id", help="one turn's events")
-@click.option("--type", "types", help="comma-separated event types")
-@click.option("--archive", type=click.Choice(["active", "archived", "all"]), help="archived events (default active)")
+@click.option("--type", help="comma-separated event types")
+@click.option("--archive", type=choice("session.events", "archive"), help="archived events (default active)")
 @output_option()
 @click.pass_obj
-def events(obj, session_id, output, types, **filters):
-    """Event records in ascending sequence."""
-    query = {k: v for k, v in {**filters, "type": types}.items() if v is not None}
-    _, document = obj.client.call("GET", scoped(obj, session_id, "events"), query=query)
+def events(obj, output, **filters):
+    """Event records in ascending sequence.
+
+    \b
+    Example:
+      compozy session events sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --last 50 --type agent_message,done
+    """
+    document = obj.call("session.events", **filters)
     emit(document, output, lambda d: "\n".join(_event_line(e) for e in d["events"]) or "no events")
 
 
@@ -36,11 +41,15 @@ def _event_line(event):
 
 @session.command("history")
 @click.argument("session_id")
-@click.option("--archive", type=click.Choice(["active", "archived", "all"]), help="archived messages (default active)")
+@click.option("--archive", type=choice("session.history", "archive"), help="archived messages (default active)")
 @output_option()
 @click.pass_obj
 def history(obj, session_id, archive, output):
-    """The conversation: one message per prompt and per answer."""
-    query = {"archive": archive} if archive else None
-    _, document = obj.client.call("GET", scoped(obj, session_id, "history"), query=query)
+    """The conversation: one message per prompt and per answer.
+
+    \b
+    Example:
+      compozy session history sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --archive all
+    """
+    document = obj.call("session.history", session_id=session_id, archive=archive)
     emit(document, output, lambda d: "\n\n".join(f"[{m['role']}] {m['text']}" for m in d["messages"]) or "no messages")

@@ -8,7 +8,7 @@ import sys
 import click
 
 from compozy.cli.output import emit, output_option, session_block
-from compozy.cli.session import scoped, session
+from compozy.cli.session import session
 
 
 @session.command("stop")
@@ -17,13 +17,17 @@ from compozy.cli.session import scoped, session
 @output_option()
 @click.pass_obj
 def stop(obj, session_id, wait, output):
-    """Stop the session: cooperative cancel, then signals, with exit verified."""
-    path = scoped(obj, session_id, "stop")
-    status, document = obj.client.call("POST", path, {"wait": wait})
+    """Stop the session: cooperative cancel, then signals, with exit verified.
+
+    \b
+    Example:
+      compozy session stop sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --wait
+    """
+    document = obj.call("session.stop", session_id=session_id, wait=wait)
     if wait:
         emit(document, output, _outcome_text)
         sys.exit(0 if document.get("verified") else 1)
-    _, document = obj.client.call("GET", scoped(obj, session_id))
+    document = obj.call("session.get", session_id=session_id)
     emit(document, output, lambda d: session_block(d["session"]))
 
 
@@ -39,9 +43,13 @@ def _outcome_text(outcome):
 @output_option()
 @click.pass_obj
 def archive(obj, session_id, stop_first, output):
-    """Hide a stopped session from the default catalog; its history stays readable."""
-    query = {"stop": "true"} if stop_first else None
-    _, document = obj.client.call("POST", scoped(obj, session_id, "archive"), query=query)
+    """Hide a stopped session from the default catalog; its history stays readable.
+
+    \b
+    Example:
+      compozy session archive sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --stop
+    """
+    document = obj.call("session.archive", session_id=session_id, stop=stop_first or None)
     emit(document, output, lambda d: f"archived {d['session']['id']}")
 
 
@@ -50,8 +58,13 @@ def archive(obj, session_id, stop_first, output):
 @output_option()
 @click.pass_obj
 def unarchive(obj, session_id, output):
-    """Return an archived session to the default catalog (it stays stopped)."""
-    _, document = obj.client.call("POST", scoped(obj, session_id, "unarchive"))
+    """Return an archived session to the default catalog (it stays stopped).
+
+    \b
+    Example:
+      compozy session unarchive sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+    """
+    document = obj.call("session.unarchive", session_id=session_id)
     emit(document, output, lambda d: f"unarchived {d['session']['id']}")
 
 
@@ -62,8 +75,13 @@ def unarchive(obj, session_id, output):
 @output_option()
 @click.pass_obj
 def repair(obj, session_id, dry_run, force, output):
-    """Terminalize an interrupted last turn by appending events (never rewriting)."""
-    _, document = obj.client.call("POST", scoped(obj, session_id, "repair"), {"dry_run": dry_run, "force": force})
+    """Terminalize an interrupted last turn by appending events (never rewriting).
+
+    \b
+    Example:
+      compozy session repair sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --dry-run
+    """
+    document = obj.call("session.repair", session_id=session_id, dry_run=dry_run, force=force)
     emit(document, output, _repair_text)
 
 

@@ -9,6 +9,7 @@ import sys
 import click
 
 from compozy import __version__
+from compozy.api import OPS
 from compozy.errors import CompozyError
 
 
@@ -24,6 +25,24 @@ class Context:
             from compozy.paths import Home
             self._client = Client(resolve_url(self.url, Home()))
         return self._client
+
+    def call(self, name, /, **fields):
+        """The document an operation of the table answers; None fields are left out."""
+        method, path, query, body = self._request(name, fields)
+        return self.client.call(method, path, body=body, query=query)[1]
+
+    def stream(self, name, /, **fields):
+        """(event, data) pairs of an operation answered as Server-Sent Events."""
+        method, path, query, body = self._request(name, fields)
+        return self.client.stream(method, path, body=body, query=query)
+
+    def _request(self, name, fields):
+        from compozy.client import request
+        operation = OPS[name]
+        if "workspace" in operation.path_params and fields.get("workspace") is None:
+            # A session is addressed by its ID alone: one read learns its workspace.
+            fields["workspace"] = self.call("session.get", session_id=fields["session_id"])["session"]["workspace_id"]
+        return request(operation, fields)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,3 +75,10 @@ def main(argv=None):
         exc.show()
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def choice(name, field):
+    """The values the operation table allows for a field, as a click choice."""
+    operation = OPS[name]
+    spec = operation.body if field in (operation.body or {}) else operation.query
+    return click.Choice(list(spec[field].choices))

@@ -9,8 +9,9 @@ import sys
 
 import click
 
+from compozy.cli.main import choice
 from compozy.cli.output import emit, output_option
-from compozy.cli.session import scoped, session
+from compozy.cli.session import session
 from compozy.errors import CompozyError
 from compozy.ids import new_id
 
@@ -55,7 +56,7 @@ def _pair(text):
 @click.argument("session_id")
 @click.argument("message")
 @runtime_options
-@click.option("--mode", type=click.Choice(["queue", "steer", "interrupt"]), help="what to do when a turn is running")
+@click.option("--mode", type=choice("session.prompt", "mode"), help="what to do when a turn is running")
 @click.option("--expected-turn-id", help="fence: refuse if another turn is current (steer and interrupt)")
 @click.option("--message-id", help="retry an exact earlier request (with --idempotency-key)")
 @click.option("--idempotency-key", help="retry an exact earlier request (with --message-id)")
@@ -63,19 +64,24 @@ def _pair(text):
 @output_option(("text", "json", "jsonl"))
 @click.pass_obj
 def prompt(obj, session_id, message, mode, expected_turn_id, message_id, idempotency_key, detach, output, **runtime):
-    """Send MESSAGE to a session and stream the answer until the turn ends."""
+    """Send MESSAGE to a session and stream the answer until the turn ends.
+
+    \b
+    Example:
+      compozy session prompt sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY "summarize the README"
+      compozy session prompt sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY "also the tests" --mode queue --detach
+    """
     if (message_id is None) != (idempotency_key is None):
         raise click.UsageError("--message-id and --idempotency-key go together")
-    body = {"message": message, "message_id": message_id or new_id("msg"),
-            "idempotency_key": idempotency_key or new_id("idem"), "mode": mode,
-            "expected_turn_id": expected_turn_id, "runtime": runtime_body(**runtime) or None}
-    body = {k: v for k, v in body.items() if v is not None}
-    path = scoped(obj, session_id, "prompt")
+    # A retry of this exact command replays its admission: the CLI chooses the identity once.
+    fields = dict(session_id=session_id, message=message, message_id=message_id or new_id("msg"),
+                  idempotency_key=idempotency_key or new_id("idem"), mode=mode,
+                  expected_turn_id=expected_turn_id, runtime=runtime_body(**runtime) or None)
     if detach:
-        _, document = obj.client.call("POST", path, body)
+        document = obj.call("session.prompt", **fields)
         emit(document, output, lambda d: _admission_line(d["prompt"]))
         return
-    sys.exit(follow_prompt(obj.client.stream("POST", path, body), output))
+    sys.exit(follow_prompt(obj.stream("session.prompt", **fields), output))
 
 
 def follow_prompt(frames, output):
@@ -138,22 +144,30 @@ def _print_event(record):
 @output_option()
 @click.pass_obj
 def cancel(obj, session_id, output):
-    """Cancel the current turn without a replacement (the session stays active)."""
-    _, document = obj.client.call("POST", scoped(obj, session_id, "prompt", "cancel"), {})
+    """Cancel the current turn without a replacement (the session stays active).
+
+    \b
+    Example:
+      compozy session cancel sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+    """
+    document = obj.call("session.cancel", session_id=session_id)
     emit(document, output, lambda d: f"cancelling turn {d['cancel']['turn_id']}")
 
 
 @session.command("approve")
 @click.argument("session_id")
 @click.argument("request_id")
-@click.option("--decision", type=click.Choice(["allow-once", "allow-always", "reject-once", "reject-always"]),
-              default="allow-once", show_default=True)
+@click.option("--decision", type=choice("session.approve", "decision"), default="allow-once", show_default=True)
 @output_option()
 @click.pass_obj
 def approve(obj, session_id, request_id, decision, output):
-    """Answer a pending permission request."""
-    _, document = obj.client.call("POST", scoped(obj, session_id, "approve"),
-                                  {"request_id": request_id, "decision": decision})
+    """Answer a pending permission request.
+
+    \b
+    Example:
+      compozy session approve sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY perm_01J9Z3M2C8D4F6G8H0J2K4M6NP --decision reject-once
+    """
+    document = obj.call("session.approve", session_id=session_id, request_id=request_id, decision=decision)
     emit(document, output, lambda d: f"{d['permission']['request_id']}: {d['permission']['decision']}")
 
 
@@ -167,60 +181,80 @@ def input_group():
 @output_option()
 @click.pass_obj
 def input_list(obj, session_id, output):
-    """List queued entries in run order."""
-    _, document = obj.client.call("GET", scoped(obj, session_id, "prompt", "queue"))
+    """List queued entries in run order.
+
+    \b
+    Example:
+      compozy session input list sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+    """
+    document = obj.call("session.input.list", session_id=session_id)
     emit(document, output, lambda d: "\n".join(f"{e['id']}  {e['mode']:<9} {e['message'][:60]}"
                                                for e in d["entries"]) or "queue is empty")
 
 
 @input_group.command("edit")
 @click.argument("session_id")
-@click.argument("entry_id")
+@click.argument("entry", metavar="ENTRY_ID")
 @click.argument("message")
 @click.option("--message-id", help="with --idempotency-key: retry an exact earlier edit")
 @click.option("--idempotency-key", help="with --message-id: retry an exact earlier edit")
 @output_option()
 @click.pass_obj
-def input_edit(obj, session_id, entry_id, message, message_id, idempotency_key, output):
-    """Replace a queued entry's text."""
-    body = {"message": message, **_identity(message_id, idempotency_key)}
-    _, document = obj.client.call("PUT", scoped(obj, session_id, "prompt", "queue", entry_id), body)
+def input_edit(obj, session_id, entry, message, message_id, idempotency_key, output):
+    """Replace a queued entry's text.
+
+    \b
+    Example:
+      compozy session input edit sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM "run the tests too"
+    """
+    _check_identity(message_id, idempotency_key)
+    document = obj.call("session.input.edit", session_id=session_id, entry=entry, message=message,
+                        message_id=message_id, idempotency_key=idempotency_key)
     emit(document, output, lambda d: f"edited {d['entry']['id']}")
 
 
 @input_group.command("steer")
 @click.argument("session_id")
-@click.argument("entry_id")
+@click.argument("entry", metavar="ENTRY_ID")
 @click.argument("message", required=False)
 @click.option("--expected-turn-id", required=True, help="the turn to steer; a newer turn refuses the request")
 @click.option("--message-id", help="with --idempotency-key: retry an exact earlier steer")
 @click.option("--idempotency-key", help="with --message-id: retry an exact earlier steer")
 @output_option()
 @click.pass_obj
-def input_steer(obj, session_id, entry_id, message, expected_turn_id, message_id, idempotency_key, output):
-    """Promote a queued entry (optionally with new text) to steer the current turn."""
-    body = {"expected_turn_id": expected_turn_id, **_identity(message_id, idempotency_key)}
-    if message:
-        body["message"] = message
-    _, document = obj.client.call("POST", scoped(obj, session_id, "prompt", "queue", entry_id, "steer"), body)
+def input_steer(obj, session_id, entry, message, expected_turn_id, message_id, idempotency_key, output):
+    """Promote a queued entry (optionally with new text) to steer the current turn.
+
+    \b
+    Example:
+      compozy session input steer sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM \\
+        --expected-turn-id turn_01J9Z3P5A7B9C1D3E5F7G9H1JK
+    """
+    _check_identity(message_id, idempotency_key)
+    document = obj.call("session.input.steer", session_id=session_id, entry=entry, message=message or None,
+                        expected_turn_id=expected_turn_id, message_id=message_id, idempotency_key=idempotency_key)
     emit(document, output, lambda d: _admission_line(d["prompt"]))
 
 
 @input_group.command("cancel")
 @click.argument("session_id")
-@click.argument("entry_id")
+@click.argument("entry", metavar="ENTRY_ID")
 @output_option()
 @click.pass_obj
-def input_cancel(obj, session_id, entry_id, output):
-    """Cancel a queued entry before it runs."""
-    _, document = obj.client.call("DELETE", scoped(obj, session_id, "prompt", "queue", entry_id))
+def input_cancel(obj, session_id, entry, output):
+    """Cancel a queued entry before it runs.
+
+    \b
+    Example:
+      compozy session input cancel sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM
+    """
+    document = obj.call("session.input.cancel", session_id=session_id, entry=entry)
     emit(document, output, lambda d: f"canceled {d['entry']['id']}")
 
 
-def _identity(message_id, idempotency_key):
+def _check_identity(message_id, idempotency_key):
     if (message_id is None) != (idempotency_key is None):
         raise click.UsageError("--message-id and --idempotency-key go together")
-    return {"message_id": message_id, "idempotency_key": idempotency_key} if message_id else {}
 
 
 @session.group("runtime")
@@ -235,10 +269,14 @@ def runtime_group():
 @output_option()
 @click.pass_obj
 def runtime_set(obj, session_id, expected_revision, output, **runtime):
-    """Persist next-prompt runtime intent without starting or reconfiguring the agent."""
-    revision = _revision(obj, session_id, expected_revision)
-    _, document = obj.client.call("PUT", scoped(obj, session_id, "runtime"),
-                                  {"runtime": runtime_body(**runtime), "expected_revision": revision})
+    """Persist next-prompt runtime intent without starting or reconfiguring the agent.
+
+    \b
+    Example:
+      compozy session runtime set sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --model echo-1 --reasoning-effort high
+    """
+    document = obj.call("session.runtime.set", session_id=session_id, runtime=runtime_body(**runtime),
+                        expected_revision=_revision(obj, session_id, expected_revision))
     emit(document, output, lambda d: f"selected revision {d['session']['runtime']['selection_revision']}")
 
 
@@ -248,14 +286,18 @@ def runtime_set(obj, session_id, expected_revision, output, **runtime):
 @output_option()
 @click.pass_obj
 def runtime_clear(obj, session_id, expected_revision, output):
-    """Clear the runtime selection."""
-    revision = _revision(obj, session_id, expected_revision)
-    _, document = obj.client.call("DELETE", scoped(obj, session_id, "runtime"), query={"expected_revision": revision})
+    """Clear the runtime selection.
+
+    \b
+    Example:
+      compozy session runtime clear sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --expected-revision 3
+    """
+    document = obj.call("session.runtime.clear", session_id=session_id,
+                        expected_revision=_revision(obj, session_id, expected_revision))
     emit(document, output, lambda d: f"cleared (revision {d['session']['runtime']['selection_revision']})")
 
 
 def _revision(obj, session_id, expected):
     if expected is not None:
         return expected
-    _, document = obj.client.call("GET", scoped(obj, session_id))
-    return document["session"]["runtime"]["selection_revision"]
+    return obj.call("session.get", session_id=session_id)["session"]["runtime"]["selection_revision"]

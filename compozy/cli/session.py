@@ -1,26 +1,21 @@
 """`compozy session ...`: create, read, list and remove sessions.
 
-Layer 6 (surface). Prompt, input, lifecycle and history commands live beside this module.
+Layer 6 (surface). Prompt, input, lifecycle and history commands live beside this module. Each
+command names its operation in the table (compozy/api.py), which gives the request's path,
+query and body.
 """
 
 import os
 
 import click
 
-from compozy.cli.main import cli
+from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, output_option, session_block, session_line
-from compozy.client import path_of
 
 
 @cli.group()
 def session():
     """Create, prompt, control and inspect durable sessions."""
-
-
-def scoped(obj, session_id, *rest):
-    """The workspace-scoped path of a session (one read to learn its workspace)."""
-    _, document = obj.client.call("GET", path_of("api", "sessions", session_id))
-    return path_of("api", "workspaces", document["session"]["workspace_id"], "sessions", session_id, *rest)
 
 
 @session.command("new")
@@ -30,19 +25,21 @@ def scoped(obj, session_id, *rest):
 @click.option("--name", help="optional session name")
 @click.option("--parent", "parent_session_id", help="parent session ID (provenance lineage)")
 @click.option("--lineage-kind", type=click.Choice(["provenance", "recovery"]), help="with --parent only")
-@click.option("--type", "session_type", type=click.Choice(["user", "system", "coordinator"]), help="session type")
+@click.option("--type", "session_type", type=choice("session.create", "type"), help="session type")
 @click.option("-q", "--quiet", is_flag=True, help="print only the new session's ID")
 @output_option()
 @click.pass_obj
-def new(obj, agent_name, cwd, workspace, name, parent_session_id, lineage_kind, session_type, quiet, output):
-    """Create a durable session (active, no agent process until the first prompt)."""
-    body = {"agent_name": agent_name, "name": name, "parent_session_id": parent_session_id,
-            "lineage_kind": lineage_kind, "type": session_type}
-    if workspace:
-        body["workspace"] = workspace
-    if cwd or not workspace:
-        body["workspace_path"] = os.path.abspath(cwd or os.getcwd())
-    _, document = obj.client.call("POST", "/api/sessions", {k: v for k, v in body.items() if v is not None})
+def new(obj, cwd, session_type, quiet, output, **fields):
+    """Create a durable session (active, no agent process until the first prompt).
+
+    \b
+    Example:
+      compozy session new --cwd ~/src/app --name refactor
+      compozy session new --workspace app -q
+    """
+    if cwd or not fields["workspace"]:
+        fields["workspace_path"] = os.path.abspath(cwd or os.getcwd())
+    document = obj.call("session.create", type=session_type, **fields)
     emit(document, output, lambda d: d["session"]["id"] if quiet else session_block(d["session"]))
 
 
@@ -50,18 +47,48 @@ def new(obj, agent_name, cwd, workspace, name, parent_session_id, lineage_kind, 
 @click.option("--workspace", help="workspace name or ID")
 @click.option("--parent", help="direct children of this session")
 @click.option("--root", help="the whole tree under this root, root included")
-@click.option("--state", type=click.Choice(["starting", "active", "stopping", "stopped"]))
+@click.option("--state", type=choice("session.list", "state"))
 @click.option("--agent", help="agent name")
-@click.option("--archive", type=click.Choice(["exclude", "only", "include"]), help="archived sessions (default exclude)")
+@click.option("--archive", type=choice("session.list", "archive"), help="archived sessions (default exclude)")
 @click.option("--limit", type=click.IntRange(1, 1000), help="page size (default 100)")
 @click.option("--cursor", help="next_cursor of the previous page")
 @output_option()
 @click.pass_obj
 def list_(obj, output, **filters):
-    """List sessions, newest first."""
-    query = {k: v for k, v in filters.items() if v is not None}
-    _, document = obj.client.call("GET", "/api/sessions", query=query)
+    """List sessions, newest first.
+
+    \b
+    Example:
+      compozy session list --state active --limit 20
+    """
+    document = obj.call("session.list", **filters)
     emit(document, output, lambda d: "\n".join(session_line(s) for s in d["sessions"]) or "no sessions")
+
+
+@session.command("get")
+@click.argument("session_id")
+@click.option("--workspace", help="read it in this workspace (name or ID); another workspace's session is not found")
+@output_option()
+@click.pass_obj
+def get(obj, session_id, workspace, output):
+    """The session resource: state, runtime, lineage, activity, health, supervision.
+
+    \b
+    Example:
+      compozy session get sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY -o json
+    """
+    document = obj.call("session.get.scoped" if workspace else "session.get", session_id=session_id,
+                        workspace=workspace)
+    emit(document, output, lambda d: _session_detail(d["session"]))
+
+
+def _session_detail(resource):
+    fences, health = resource["fences"], resource["health"]
+    return "\n".join([session_block(resource),
+                      f"Created       {resource['created_at']}  updated {resource['updated_at']}",
+                      f"Fences        epoch {fences['epoch']}  generation {fences['generation']}  "
+                      f"max sequence {fences['max_sequence']}",
+                      f"Health        {health['state']} ({health['health']}), attachable={health['attachable']}"])
 
 
 @session.command("status")
@@ -69,18 +96,30 @@ def list_(obj, output, **filters):
 @output_option()
 @click.pass_obj
 def status(obj, session_id, output):
-    """Compact status: health state, lifecycle state, stop reason, failure, attention."""
-    _, document = obj.client.call("GET", scoped(obj, session_id, "status"))
+    """Compact status: health state, lifecycle state, stop reason, failure, attention.
+
+    \b
+    Example:
+      compozy session status sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+    """
+    document = obj.call("session.status", session_id=session_id)
     emit(document, output, lambda d: session_block(d["session"]))
 
 
 @session.command("remove")
 @click.argument("session_id")
+@click.option("--workspace", help="remove it from this workspace (name or ID) only")
 @output_option()
 @click.pass_obj
-def remove(obj, session_id, output):
-    """Stop the session if live and delete its record and history for good."""
-    _, document = obj.client.call("DELETE", scoped(obj, session_id))
+def remove(obj, session_id, workspace, output):
+    """Stop the session if live and delete its record and history for good.
+
+    \b
+    Example:
+      compozy session remove sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+    """
+    document = obj.call("session.remove.scoped" if workspace else "session.remove", session_id=session_id,
+                        workspace=workspace)
     emit(document, output, lambda d: f"removed {d['removed']['session_id']}")
 
 
@@ -89,8 +128,13 @@ def remove(obj, session_id, output):
 @output_option()
 @click.pass_obj
 def health(obj, session_id, output):
-    """The health record: state, health, attachable, eligible_for_wake."""
-    _, document = obj.client.call("GET", scoped(obj, session_id, "health"))
+    """The health record: state, health, attachable, eligible_for_wake.
+
+    \b
+    Example:
+      compozy session health sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+    """
+    document = obj.call("session.health", session_id=session_id)
     emit(document, output, lambda d: "  ".join(f"{k}={v}" for k, v in d["health"].items()))
 
 
@@ -99,8 +143,13 @@ def health(obj, session_id, output):
 @output_option()
 @click.pass_obj
 def inspect(obj, session_id, output):
-    """Everything about a session for debugging: resource, files, process, queue, recent events."""
-    _, document = obj.client.call("GET", scoped(obj, session_id, "inspect"))
+    """Everything about a session for debugging: resource, files, process, queue, recent events.
+
+    \b
+    Example:
+      compozy session inspect sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+    """
+    document = obj.call("session.inspect", session_id=session_id)
     emit(document, output, _inspect_text)
 
 

@@ -3,6 +3,8 @@
 Layer 6 (surface).
 """
 
+import os
+
 import click
 
 from compozy.cli.main import cli
@@ -20,9 +22,13 @@ def workspace():
 @output_option()
 @click.pass_obj
 def add(obj, name, path, output):
-    """Register the directory PATH as workspace NAME."""
-    import os
-    _, document = obj.client.call("POST", "/api/workspaces", {"name": name, "path": os.path.abspath(path)})
+    """Register the directory PATH as workspace NAME.
+
+    \b
+    Example:
+      compozy workspace add app ~/src/app
+    """
+    document = obj.call("workspace.create", name=name, path=os.path.abspath(path))
     emit(document, output, lambda d: f"{d['workspace']['id']}  {d['workspace']['name']}  {d['workspace']['path']}")
 
 
@@ -30,7 +36,12 @@ def add(obj, name, path, output):
 @output_option()
 @click.pass_obj
 def list_(obj, output):
-    """List registered workspaces."""
-    _, document = obj.client.call("GET", "/api/workspaces")
+    """List registered workspaces.
+
+    \b
+    Example:
+      compozy workspace list -o json
+    """
+    document = obj.call("workspace.list")
     emit(document, output, lambda d: "\n".join(f"{w['id']}  {w['name']:<20}  {w['path']}" for w in d["workspaces"])
          or "no workspaces")

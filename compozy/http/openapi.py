@@ -4,7 +4,6 @@ Layer 6 (surface). Every operation lists each status it can answer: its successe
 kind), the errors the table names, and what the guards answer on any route.
 """
 
-import re
 from collections import defaultdict
 
 from compozy import api
@@ -31,7 +30,7 @@ def openapi(version):
 
 
 def openapi_path(rule):
-    return re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule)
+    return api.PARAMETER.sub(r"{\1}", rule)
 
 
 def error_codes(operation):

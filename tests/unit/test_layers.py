@@ -12,7 +12,7 @@ Layers (shared/reference/style.md section 6.3, as fixed for this project):
 A module imports only lower layers; store.* and session.* may also import same-package siblings.
 Layer 0: errors imports nothing from compozy; ids, states and clock may import errors.
 Layer 6: http.* imports http.* siblings; server imports http.* (it builds the app); cli.* imports only
-client, errors, ids and other cli modules at module level, and paths, config and location lazily (inside a
+client, api (the operation table), errors, ids and other cli modules at module level, and paths, config and location lazily (inside a
 function), never manager, http or session. Two lazy imports are named by the style guide itself:
 `cli.daemon` imports `server` inside `daemon run`, and `cli.agent` imports `agents.reference` for the
 hidden `agent reference` command the zipapp uses.
@@ -43,7 +43,7 @@ LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
 SIBLING_PACKAGES = ("compozy.store", "compozy.session")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.settings")
-CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.client")
+CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.client", "compozy.api")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.server"), ("compozy.cli.agent", "compozy.agents.reference")}
 
@@ -148,7 +148,7 @@ def violations(module, path):
             allowed = (in_package(target, "compozy.cli") or target in CLI_TOP_LEVEL
                        or (item.lazy and (target in CLI_LAZY or (module, target) in CLI_NAMED_LAZY)))
             if not allowed:
-                problems.append(f"{item}: cli imports only client, errors, ids, cli.* (paths, config lazily)")
+                problems.append(f"{item}: cli imports only client, api, errors, ids, cli.* (paths, config lazily)")
             continue
         theirs = layer_of(target)
         if theirs is None:
