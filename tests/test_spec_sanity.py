@@ -78,7 +78,7 @@ def _covered():
 
 
 def test_every_operation_has_a_scenario():
-    assert set(OPS) - _covered() == set()
+    assert set(OPS) - _covered() - set(ROUTES_TESTED_ELSEWHERE) == set()
 
 
 def test_every_route_has_a_scenario_or_a_dedicated_test():
@@ -88,7 +88,7 @@ def test_every_route_has_a_scenario_or_a_dedicated_test():
 
 def test_every_cli_command_has_a_scenario_or_a_dedicated_test():
     covered_ops = _covered()
-    exercised = {op.cli_command for name, op in OPS.items() if name in covered_ops}
+    exercised = {op.cli.command for name, op in OPS.items() if name in covered_ops and op.cli}
     missing = {path for path, _ in _commands(cli)} - exercised - set(CLI_TESTED_ELSEWHERE)
     assert missing == set()
 

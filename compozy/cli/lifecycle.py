@@ -39,17 +39,17 @@ def _outcome_text(outcome):
 
 @session.command("archive")
 @click.argument("session_id")
-@click.option("--stop", "stop_first", is_flag=True, help="stop a running session first, then archive it")
+@click.option("--stop", is_flag=True, help="stop a running session first, then archive it")
 @output_option()
 @click.pass_obj
-def archive(obj, session_id, stop_first, output):
+def archive(obj, session_id, stop, output):
     """Hide a stopped session from the default catalog; its history stays readable.
 
     \b
     Example:
       compozy session archive sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --stop
     """
-    document = obj.call("session.archive", session_id=session_id, stop=stop_first or None)
+    document = obj.call("session.archive", session_id=session_id, stop=stop or None)
     emit(document, output, lambda d: f"archived {d['session']['id']}")
 
 

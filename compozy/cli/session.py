@@ -25,11 +25,11 @@ def session():
 @click.option("--name", help="optional session name")
 @click.option("--parent", "parent_session_id", help="parent session ID (provenance lineage)")
 @click.option("--lineage-kind", type=click.Choice(["provenance", "recovery"]), help="with --parent only")
-@click.option("--type", "session_type", type=choice("session.create", "type"), help="session type")
+@click.option("--type", type=choice("session.create", "type"), help="session type")
 @click.option("-q", "--quiet", is_flag=True, help="print only the new session's ID")
 @output_option()
 @click.pass_obj
-def new(obj, cwd, session_type, quiet, output, **fields):
+def new(obj, cwd, quiet, output, **fields):
     """Create a durable session (active, no agent process until the first prompt).
 
     \b
@@ -39,7 +39,7 @@ def new(obj, cwd, session_type, quiet, output, **fields):
     """
     if cwd or not fields["workspace"]:
         fields["workspace_path"] = os.path.abspath(cwd or os.getcwd())
-    document = obj.call("session.create", type=session_type, **fields)
+    document = obj.call("session.create", **fields)
     emit(document, output, lambda d: d["session"]["id"] if quiet else session_block(d["session"]))
 
 

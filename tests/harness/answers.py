@@ -54,3 +54,15 @@ def _absolute(schema):
     if isinstance(schema, list):
         return [_absolute(v) for v in schema]
     return schema
+
+
+def resource_key(operation):
+    """The key scenarios match inside: the one member of every answer the operation documents,
+    when that member is an object (`session`, `prompt`, ...); None when the answers differ."""
+    keys = set()
+    for success in operation.success:
+        schema = DOCUMENT["components"]["schemas"].get(success.schema) if success.schema else None
+        members = (schema or {}).get("properties", {})
+        only = next(iter(members.values()), {}) if len(members) == 1 else {}
+        keys.add(next(iter(members)) if "$ref" in only or only.get("type") == "object" else None)
+    return keys.pop() if len(keys) == 1 else None

@@ -1,4 +1,4 @@
-"""The three surfaces a scenario runs on, and the one operation table that maps each op to all three.
+"""The three surfaces a scenario runs on, each derived from the operation table (compozy/api.py).
 
 A surface has one method, call(op, args) -> Outcome. Scenarios never name a surface's mechanics.
 """
@@ -9,17 +9,15 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from compozy.api import OPS as OPERATIONS
-from compozy.client import Client, path_of
+from compozy.client import Client, encode_query, request
 from compozy.config import load as load_config
 from compozy.errors import CompozyError
 from compozy.manager import SessionManager
 from compozy.paths import Home
 
-from tests.harness.answers import answer_problem, error_problem
+from tests.harness.answers import answer_problem, error_problem, resource_key
 from tests.harness.daemon import ENTRY, test_environment
-from tests.harness.ops import OPS, STREAM
-from tests.harness.ops import collect
+from tests.harness.ops import OPS, STREAM, argv, collect, fields_of
 from tests.harness.scenario import ScenarioError
 
 CLI_TIMEOUT = 120
@@ -39,17 +37,21 @@ class Outcome:
 
 
 def check(op_name, problem_of, *answer):
-    """Fail the step when the answer is not the one /api/openapi.json documents for the operation."""
-    operation = OPERATIONS.get(op_name)
-    problem = problem_of(operation, *answer) if operation is not None else None
+    """Fail the step when the answer is not one /api/openapi.json documents for the operation."""
+    problem = problem_of(OPS[op_name], *answer)
     if problem:
         raise ScenarioError(problem)
 
 
-def unwrap(op, document):
-    if op.unwrap and isinstance(document, dict) and op.unwrap in document:
-        return document[op.unwrap]
+def unwrap(op_name, document):
+    key = None if op_name == STREAM else resource_key(OPS[op_name])
+    if key and isinstance(document, dict) and key in document:
+        return document[key]
     return document
+
+
+def scoped(operation):
+    return "workspace" in operation.path_params
 
 
 class InProcess:
@@ -67,19 +69,30 @@ class InProcess:
         return self
 
     def call(self, op_name, args):
-        op = OPS[op_name]
-        args = dict(args)
+        operation, fields = OPS[op_name], fields_of(args)
         try:
-            if op.scoped and "workspace" not in args:
-                args["workspace"] = self._workspace_of(args["session"])
-            document = op.call(self.manager, args)
+            if scoped(operation) and "workspace" not in fields:
+                fields["workspace"] = self._workspace_of(fields["session_id"])
+            document = self._call(op_name, operation, fields)
         except CompozyError as exc:
             check(op_name, error_problem, exc.code, exc.to_body())
             return Outcome(error=exc.code, message=exc.message, document=exc.to_body())
-        operation = OPERATIONS.get(op_name)
-        if operation is not None:
+        if op_name != STREAM:
             check(op_name, answer_problem, operation.status_for(getattr(document, "kind", None)), document)
-        return Outcome(result=unwrap(op, document), document=document)
+        return Outcome(result=unwrap(op_name, document), document=document)
+
+    def _call(self, op_name, operation, fields):
+        """The façade method the table names: path parameters, then the rest as body or query."""
+        keywords = {name: fields.pop(name) for name in operation.path_params if name in fields}
+        if operation.body is not None:
+            keywords["body"] = fields
+        elif operation.query:
+            keywords["query"] = encode_query(fields)
+        elif fields:
+            raise ScenarioError(f"{op_name} takes no {', '.join(sorted(fields))}")
+        if op_name == STREAM:
+            return collect(self.manager.prompt_stream(**keywords))
+        return getattr(self.manager, operation.facade)(**keywords)
 
     def _workspace_of(self, session_id):
         # Like the CLI: learn the session's workspace first; an unknown session fails here.
@@ -108,14 +121,13 @@ class HttpSurface:
         return Client(self.daemon.http_url, timeout=CLI_TIMEOUT)
 
     def call(self, op_name, args):
-        op = OPS[op_name]
-        args = dict(args)
+        operation, fields = OPS[op_name], fields_of(args)
         try:
-            if op.scoped and "workspace" not in args:
-                args["workspace"] = self._workspace_of(args["session"])
-            method, path, query, body = op.http(args)
-            if method == STREAM:
-                status, document = 200, collect(self.client.stream("POST", path, body=body, query=query))
+            if scoped(operation) and "workspace" not in fields:
+                fields["workspace"] = self._workspace_of(fields["session_id"])
+            method, path, query, body = request(operation, fields)
+            if op_name == STREAM:
+                status, document = 200, collect(self.client.stream(method, path, body=body, query=query))
             else:
                 status, document = self.client.call(method, path, body=body, query=query)
         except CompozyError as exc:
@@ -123,14 +135,14 @@ class HttpSurface:
                 check(op_name, error_problem, exc.code, exc.body)
             return Outcome(error=exc.code, message=exc.message, document=getattr(exc, "body", None),
                            http_status=getattr(exc, "http_status", None))
-        if method != STREAM:
+        if op_name != STREAM:
             check(op_name, answer_problem, status, document)
-        return Outcome(result=unwrap(op, document), document=document, http_status=status)
+        return Outcome(result=unwrap(op_name, document), document=document, http_status=status)
 
     def _workspace_of(self, session_id):
         # Like the CLI: learn the session's workspace first; an unknown session fails here.
-        _, document = self.client.call("GET", path_of("api", "sessions", session_id))
-        return document["session"]["workspace_id"]
+        method, path, _, _ = request(OPS["session.get"], {"session_id": session_id})
+        return self.client.call(method, path)[1]["session"]["workspace_id"]
 
     def restart(self):
         self.daemon.restart()
@@ -152,11 +164,10 @@ class CliSurface:
         self.daemon = daemon
 
     def call(self, op_name, args):
-        op = OPS[op_name]
-        argv = op.cli(dict(args))
-        if "-o" not in argv:
-            argv = argv + ["-o", "json"]
-        completed = subprocess.run([sys.executable, ENTRY, "--url", self.daemon.socket_url, *argv],
+        command = argv(op_name, fields_of(args))
+        if "-o" not in command:
+            command = command + ["-o", "json"]
+        completed = subprocess.run([sys.executable, ENTRY, "--url", self.daemon.socket_url, *command],
                                    env=test_environment(self.daemon.home), capture_output=True, text=True,
                                    timeout=CLI_TIMEOUT)
         outcome = Outcome(exit_code=completed.returncode, stdout=completed.stdout, stderr=completed.stderr)
@@ -168,7 +179,7 @@ class CliSurface:
             outcome.document = _parse_json_output(completed.stdout)
         except ValueError:
             outcome.document = None
-        outcome.result = unwrap(op, outcome.document)
+        outcome.result = unwrap(op_name, outcome.document)
         return outcome
 
     def restart(self):
