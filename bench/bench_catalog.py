@@ -5,7 +5,7 @@ sessions under 10 ms. For scale, opencode 1.18.33 on this machine class (peers.m
 10-12 ms per create (p50 12.5 / 10.1 ms, p95 23.6 / 18.2 ms over two batches of 200) and
 16-42 ms to list ~800 sessions.
 
-Creates go through compozy.client.Client, which opens a new loopback TCP connection per request,
+Creates go through compozy.cli.client.Client, which opens a new loopback TCP connection per request,
 as the CLI does and as the opencode figures were taken (stdlib urllib, sequential). Lists are
 timed the same way up to the last byte of the body; decoding the 0.82 MB JSON page in this
 client (another 10-20 ms) is left out of the timing, the row count is checked outside it.

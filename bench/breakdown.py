@@ -25,9 +25,9 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from compozy import server  # noqa: E402
-from compozy.client import Client  # noqa: E402
+from compozy.cli.client import Client  # noqa: E402
 from compozy.config import load as load_config  # noqa: E402
+from compozy.daemon import listen  # noqa: E402
 from compozy.http import app as http_app  # noqa: E402
 from compozy.manager import SessionManager  # noqa: E402
 from compozy.paths import Home  # noqa: E402
@@ -98,9 +98,9 @@ class InProcessDaemon:
     def __init__(self, root):
         self.home = Home(root / "home").ensure()
         self.manager = SessionManager(self.home, load_config(self.home.config_file)).start()
-        sock = server.bind_tcp("127.0.0.1", 0)
+        sock = listen.bind_tcp("127.0.0.1", 0)
         port = sock.getsockname()[1]
-        self.servers = server.serve(http_app.create_app(self.manager, port), [sock])
+        self.servers = listen.serve(http_app.create_app(self.manager, port), [sock])
         threading.Thread(target=self.servers[0].run, daemon=True).start()
         self.client = Client(f"http://127.0.0.1:{port}")
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from compozy.client import Client, path_of  # noqa: E402
+from compozy.cli.client import Client, path_of  # noqa: E402
 from tests.harness.daemon import DaemonProcess  # noqa: E402
 from tests.harness.fixtures import daemon, home, workspace  # noqa: E402,F401 (fixtures by name)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from compozy import __version__
-from compozy.client import Client
+from compozy.cli.client import Client
 from tests.harness.daemon import DaemonProcess
 from tests.harness.daemon import test_environment as daemon_environment
 

@@ -6,9 +6,9 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
-from compozy.client import Client
+from compozy.cli.client import Client
 from compozy.paths import Home
-from compozy.server import Daemon
+from compozy.daemon.process import Daemon
 
 IDLE_CONNECTIONS = 1_100  # with the daemon's own descriptors, well past select()'s 1,024
 

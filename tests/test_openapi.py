@@ -9,7 +9,7 @@ from openapi_spec_validator import validate as validate_spec
 
 from compozy import __version__
 from compozy.api import OPERATIONS, OPS
-from compozy.client import Client
+from compozy.cli.client import Client
 from compozy.config import load as load_config
 from compozy.errors import ERRORS, CompozyError
 from compozy.http.openapi import documented_statuses, error_codes, openapi, openapi_path

@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from compozy.client import Client
+from compozy.cli.client import Client
 from tests.harness.api import TURN_TIMEOUT, run_turn as _run_turn, spath as _spath
 
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from compozy.client import Client
+from compozy.cli.client import Client
 from tests.harness.api import events, spath, wait_for
 from tests.harness.daemon import DaemonProcess
 

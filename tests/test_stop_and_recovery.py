@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from compozy.client import Client, path_of
+from compozy.cli.client import Client, path_of
 from compozy.errors import CompozyError
 from tests.harness.daemon import DaemonProcess
 from tests.harness.runner import kill_marked

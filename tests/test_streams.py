@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from compozy.client import Client
+from compozy.cli.client import Client
 from tests.harness.daemon import DaemonProcess
 
 READ_TIMEOUT = 20.0

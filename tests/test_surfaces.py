@@ -9,7 +9,7 @@ import click
 import pytest
 
 from compozy.api import OPERATIONS
-from compozy.cli.main import cli, main  # noqa: F401 (main registers the command modules when run)
+from compozy.cli.main import cli
 from compozy.http.app import create_app
 from compozy.manager import SessionManager
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from compozy.client import Client, UnixConnection
+from compozy.cli.client import Client, UnixConnection
 from tests.harness import browser
 from tests.harness.daemon import DaemonProcess
 

@@ -1,6 +1,6 @@
 """`compozy daemon run|start|stop|status`.
 
-Layer 6 (surface). `run` imports the server inside the function so the client stays light.
+Layer 6 (surface). `run` imports the daemon process inside the function so the client stays light.
 """
 
 import os
@@ -41,7 +41,7 @@ def run(http_addr, socket_path, no_http, allow_remote, token):
     """
     from compozy.config import ConfigError
     from compozy.paths import Home
-    from compozy.server import Daemon, DaemonError
+    from compozy.daemon.process import Daemon, DaemonError
     if allow_remote and not token:
         raise click.UsageError("--allow-remote needs --token")
     try:

@@ -1,7 +1,7 @@
 """`compozy`: the command-line client of the daemon.
 
 Layer 6 (surface). Errors print `Error: <code>: <message>` on stderr and exit 1. The CLI never
-imports the manager or the HTTP app; `daemon run` imports the server lazily.
+imports the manager or the HTTP app; `daemon run` imports the daemon process lazily.
 """
 
 import sys
@@ -21,7 +21,7 @@ class Context:
     @property
     def client(self):
         if self._client is None:
-            from compozy.client import Client, resolve_url
+            from compozy.cli.client import Client, resolve_url
             from compozy.paths import Home
             self._client = Client(resolve_url(self.url, Home()))
         return self._client
@@ -37,7 +37,7 @@ class Context:
         return self.client.stream(method, path, body=body, query=query)
 
     def _request(self, name, fields):
-        from compozy.client import request
+        from compozy.cli.client import request
         operation = OPS[name]
         if "workspace" in operation.path_params and fields.get("workspace") is None:
             # A session is addressed by its ID alone: one read learns its workspace.

@@ -2,7 +2,7 @@
 
 import time
 
-from compozy.client import path_of
+from compozy.cli.client import path_of
 
 TURN_TIMEOUT = 15.0
 

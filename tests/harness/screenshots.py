@@ -12,7 +12,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
-from compozy.client import Client
+from compozy.cli.client import Client
 from tests.harness import browser
 from tests.harness.daemon import DaemonProcess
 

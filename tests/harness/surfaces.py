@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from compozy.client import Client, encode_query, request
+from compozy.cli.client import Client, encode_query, request
 from compozy.config import load as load_config
 from compozy.errors import CompozyError
 from compozy.manager import SessionManager

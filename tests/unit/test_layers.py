@@ -8,14 +8,14 @@ Layers (shared/reference/style.md section 6.3, as fixed for this project):
   3 acp.driver
   4 session.*
   5 manager
-  6 http.*, server, client, cli.*
+  6 http.*, daemon.*, cli.* (cli.client included)
 A module imports only lower layers; store.* and session.* may also import same-package siblings.
 Layer 0: errors imports nothing from compozy; ids, states and clock may import errors.
-Layer 6: http.* imports http.* siblings; server imports http.* (it builds the app); cli.* imports only
-client, api (the operation table), errors, ids and other cli modules at module level, and paths, config and location lazily (inside a
-function), never manager, http or session. Two lazy imports are named by the style guide itself:
-`cli.daemon` imports `server` inside `daemon run`, and `cli.agent` imports `agents.reference` for the
-hidden `agent reference` command the zipapp uses.
+Layer 6: http.* imports http.* siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
+cli.* imports only api (the operation table), errors, ids and other cli modules at module level, and paths,
+config and location lazily (inside a function), never manager, http, daemon or session. Two lazy imports are
+named by the style guide itself: `cli.daemon` imports `daemon.process` inside `daemon run`, and `cli.agent`
+imports `agents.reference` for the hidden `agent reference` command the zipapp uses.
 agents.reference and agents.directives import only acp.protocol, each other, and the stdlib.
 Each third-party library is imported only in its layer's modules.
 """
@@ -37,21 +37,21 @@ LAYER_OF = {
     "compozy.proc": 2, "compozy.boundary": 2, "compozy.acp.driver": 3,
     "compozy.session": 4,
     "compozy.manager": 5,
-    "compozy.http": 6, "compozy.server": 6, "compozy.client": 6, "compozy.cli": 6, "compozy.__main__": 6,
+    "compozy.http": 6, "compozy.daemon": 6, "compozy.cli": 6, "compozy.__main__": 6,
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
-SIBLING_PACKAGES = ("compozy.store", "compozy.session")
+SIBLING_PACKAGES = ("compozy.store", "compozy.session", "compozy.http", "compozy.daemon")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.settings")
-CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.client", "compozy.api")
+CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
-CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.server"), ("compozy.cli.agent", "compozy.agents.reference")}
+CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference")}
 
 # Third-party top-level names and the modules allowed to import them.
 THIRD_PARTY = {
     "flask": lambda m: in_package(m, "compozy.http"),
     "werkzeug": lambda m: in_package(m, "compozy.http"),  # flask's own toolkit
-    "waitress": lambda m: m == "compozy.server",
+    "waitress": lambda m: m == "compozy.daemon.listen",
     "peewee": lambda m: in_package(m, "compozy.store"),
     "pexpect": lambda m: m in ("compozy.acp.driver", "compozy.proc"),
     "apscheduler": lambda m: in_package(m, "compozy.session"),
@@ -148,7 +148,7 @@ def violations(module, path):
             allowed = (in_package(target, "compozy.cli") or target in CLI_TOP_LEVEL
                        or (item.lazy and (target in CLI_LAZY or (module, target) in CLI_NAMED_LAZY)))
             if not allowed:
-                problems.append(f"{item}: cli imports only client, api, errors, ids, cli.* (paths, config lazily)")
+                problems.append(f"{item}: cli imports only api, errors, ids, cli.* (paths, config lazily)")
             continue
         theirs = layer_of(target)
         if theirs is None:
@@ -159,10 +159,9 @@ def violations(module, path):
         elif theirs < own:
             pass
         elif theirs == own and any(in_package(module, p) and in_package(target, p) for p in SIBLING_PACKAGES):
-            pass  # store.* -> store.*, session.* -> session.*
-        elif own == 6 and module != "compozy.client" and in_package(target, "compozy.http") and (
-                in_package(module, "compozy.http") or module == "compozy.server"):
-            pass  # http.* siblings, and the server that builds the app
+            pass  # store.* -> store.*, session.* -> session.*, http.* -> http.*, daemon.* -> daemon.*
+        elif in_package(module, "compozy.daemon") and in_package(target, "compozy.http"):
+            pass  # the daemon process builds the app
         elif module == "compozy.__main__" and target == "compozy.cli.main":
             pass  # `python -m compozy` is the CLI
         elif theirs == own:
@@ -230,7 +229,7 @@ def test_the_walk_sees_known_edges():
     assert "compozy" in targets("compozy.cli.main")  # from compozy import __version__
     assert "flask" in targets("compozy.http.app")
     lazy = {i.target for i in imports_of("compozy.cli.daemon", PACKAGE_DIR / "cli" / "daemon.py") if i.lazy}
-    assert "compozy.server" in lazy
+    assert "compozy.daemon.process" in lazy
 
 
 @pytest.mark.parametrize("module, source, expected", [
@@ -240,10 +239,12 @@ def test_the_walk_sees_known_edges():
     ("compozy.redact", "from compozy import validate\n", "sideways"),
     ("compozy.session.stop", "from compozy import manager\n", "upward"),
     ("compozy.manager", "from compozy.http import app\n", "upward"),
-    ("compozy.client", "from compozy.http import guards\n", "sideways"),
+    ("compozy.cli.client", "from compozy.http import guards\n", "cli imports only"),
+    ("compozy.http.routes", "from compozy.daemon import process\n", "sideways"),
+    ("compozy.cli.session", "from compozy.daemon.listen import serve\n", "cli imports only"),
     ("compozy.cli.session", "from compozy.manager import SessionManager\n", "cli imports only"),
     ("compozy.cli.session", "from compozy.paths import Home\n", "cli imports only"),
-    ("compozy.cli.session", "def f():\n    from compozy.server import Daemon\n", "cli imports only"),
+    ("compozy.cli.session", "def f():\n    from compozy.daemon.process import Daemon\n", "cli imports only"),
     ("compozy.agents.reference", "from compozy.errors import CompozyError\n", "agents import only"),
     ("compozy.session.turns", "def f():\n    from compozy.agents import reference\n", "only cli.agent"),
 ])
@@ -259,7 +260,9 @@ def test_checker_flags_broken_rules(tmp_path, module, source, expected):
     ("compozy.store.catalog", "from compozy.store.db import open_sqlite\n"),
     ("compozy.session.stop", "from compozy.session import records\nfrom compozy import proc\n"),
     ("compozy.cli.main", "def f():\n    from compozy.paths import Home\n    from compozy.config import load\n"),
-    ("compozy.server", "from compozy.http.app import create_app\nfrom compozy.manager import SessionManager\n"),
+    ("compozy.daemon.process", "from compozy.http.app import create_app\nfrom compozy.manager import SessionManager\n"),
+    ("compozy.daemon.process", "from compozy.daemon.listen import serve\n"),
+    ("compozy.cli.main", "from compozy.api import OPS\n"),
 ])
 def test_checker_allows_permitted_edges(tmp_path, module, source):
     path = tmp_path / "probe.py"

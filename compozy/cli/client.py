@@ -1,6 +1,7 @@
-"""The daemon's HTTP client over TCP or the Unix socket; error bodies become CompozyError again.
+"""The CLI's HTTP client of the daemon over TCP or the Unix socket; error bodies become CompozyError again.
 
-Layer 6 (surface). The CLI talks to the daemon only through this module (stdlib only, fast import).
+Layer 6 (surface). The CLI talks to the daemon only through this module, with requests built from
+the operation table (stdlib and the table only: a fast import).
 """
 
 import http.client

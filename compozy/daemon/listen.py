@@ -1,0 +1,97 @@
+"""Listening: the loopback TCP address, the owner-only Unix socket, and one waitress loop over both.
+
+Layer 6 (surface).
+"""
+
+import os
+import resource
+import socket
+import stat
+
+import waitress
+from waitress.task import ThreadedTaskDispatcher
+
+from compozy.paths import FILE_MODE
+
+# Every open SSE stream holds a worker thread for its lifetime (4 default threads = 4 viewers
+# hang everything else); 256 threads serve 200+ viewers plus ordinary requests.
+THREADS = 256
+# Descriptors kept free for agents' pipes, event stores and log files when sizing the connection limit.
+DESCRIPTOR_RESERVE = 1024
+MAX_CONNECTIONS = 10_000
+IDLE_CONNECTION_TIMEOUT = 60  # seconds an idle keep-alive connection is kept; a running stream never idles
+WAITRESS_BODY_LIMIT = 64 * 1024 * 1024  # above the app's 8 MiB so the app answers 413 in JSON
+
+
+class DaemonError(Exception):
+    """The daemon cannot start; the message says why in one line."""
+
+
+def parse_listen(address, allow_remote):
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or int(port) > 65535:
+        raise DaemonError(f"--http must be HOST:PORT, got {address!r}")
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not allow_remote:
+        raise DaemonError(f"refusing to listen on non-loopback address {host}; pass --allow-remote and a token")
+    return ("127.0.0.1" if host == "localhost" else host), int(port)
+
+
+def bind_tcp(host, port):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise DaemonError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(1024)
+    return sock
+
+
+def bind_unix(path):
+    """Owner-only socket; a stale socket file is replaced, any other file is refused."""
+    path = str(path)
+    if os.path.lexists(path):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise DaemonError(f"{path} exists and is not a socket")
+        os.unlink(path)  # the home lock proves no live daemon owns it
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(path)
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, FILE_MODE)
+    sock.listen(1024)
+    return sock
+
+
+def connection_limit(descriptors):
+    """As many connections as the descriptors allow once agents and stores have their reserve."""
+    if descriptors == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(100, min(MAX_CONNECTIONS, descriptors - DESCRIPTOR_RESERVE))
+
+
+def serve(app, sockets, descriptors):
+    """One waitress loop and one worker pool for TCP and the Unix socket.
+
+    waitress refuses to mix socket families in one server, so each family gets a server object
+    registered in a shared socket map and task dispatcher; running one loop serves both. The loop
+    polls: select() dies on any descriptor past 1,024, and then the daemon would answer nothing.
+    """
+    shared_map = {}
+    dispatcher = ThreadedTaskDispatcher()
+    dispatcher.set_thread_count(THREADS)
+    return [waitress.create_server(app, map=shared_map, _dispatcher=dispatcher, sockets=[sock],
+                                   threads=THREADS, connection_limit=connection_limit(descriptors),
+                                   asyncore_use_poll=True, channel_timeout=IDLE_CONNECTION_TIMEOUT,
+                                   cleanup_interval=10, max_request_body_size=WAITRESS_BODY_LIMIT, ident="compozy")
+            for sock in sockets]
+
+
+def url_host(host):
+    return f"[{host}]" if host and ":" in host else host
