@@ -2,12 +2,11 @@
 
 import re
 
-import click
 import pytest
 
-from compozy.cli.main import cli
 from compozy.api import OPERATIONS
 from compozy.states import TRANSITIONS
+from tests.harness.commands import cli_commands
 from tests.harness.ops import OPS
 from tests.harness.scenario import (EXPECT_KEYS, STEP_KEYS, SURFACES, TOP_KEYS, all_scenarios, strip_lines)
 
@@ -30,15 +29,6 @@ CLI_TESTED_ELSEWHERE = {
     "daemon status": "tests/test_daemon.py reads it while running and after stop",
     "agent reference": "every scenario launches the reference agent through the daemon",
 }
-
-
-def _commands(group, prefix=""):
-    for name, command in group.commands.items():
-        path = f"{prefix} {name}".strip()
-        if isinstance(command, click.Group):
-            yield from _commands(command, path)
-        else:
-            yield path, command
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id or str(s.path))
@@ -89,7 +79,7 @@ def test_every_route_has_a_scenario_or_a_dedicated_test():
 def test_every_cli_command_has_a_scenario_or_a_dedicated_test():
     covered_ops = _covered()
     exercised = {op.cli.command for name, op in OPS.items() if name in covered_ops and op.cli}
-    missing = {path for path, _ in _commands(cli)} - exercised - set(CLI_TESTED_ELSEWHERE)
+    missing = set(cli_commands()) - exercised - set(CLI_TESTED_ELSEWHERE)
     assert missing == set()
 
 
@@ -99,5 +89,5 @@ def test_every_lifecycle_transition_has_a_scenario():
 
 
 def test_every_cli_command_has_help():
-    for path, command in _commands(cli):
+    for path, command in cli_commands().items():
         assert command.help, f"compozy {path} has no help text"

@@ -9,9 +9,9 @@ import click
 import pytest
 
 from compozy.api import OPERATIONS
-from compozy.cli.main import cli
 from compozy.http.app import create_app
 from compozy.manager import SessionManager
+from tests.harness.commands import cli_commands
 
 # Commands that run or manage the daemon process itself rather than call the API.
 LOCAL_COMMANDS = {"daemon run", "daemon start", "daemon stop", "daemon status", "agent reference"}
@@ -26,17 +26,7 @@ FACADE_OPERATIONS = [op for op in OPERATIONS if op.facade and op.stream != "alwa
 CLI_OPERATIONS = [op for op in OPERATIONS if op.cli]
 
 
-def _commands(group, prefix=""):
-    from compozy.cli import agent, daemon, history, lifecycle, prompting, session, workspace  # noqa: F401
-    for name, command in group.commands.items():
-        path = f"{prefix} {name}".strip()
-        if isinstance(command, click.Group):
-            yield from _commands(command, path)
-        else:
-            yield path, command
-
-
-COMMANDS = dict(_commands(cli))
+COMMANDS = cli_commands()
 
 
 def test_every_operation_is_a_flask_rule_and_nothing_else_is():

@@ -8,9 +8,11 @@ import pytest
 from compozy.errors import ERRORS, TOP_LEVEL_FIELDS, CompozyError, ErrorKind, error_body, invalid
 
 # Statuses the interface fixes by name (shared/reference/interface.md, HTTP conventions).
+# session_fence_conflict and session_turn_in_progress (409) are registered with rewind, continue
+# and fork, the operations that raise them.
 INTERFACE_STATUSES = {
     "invalid_request": 400, "host_not_allowed": 403, "origin_not_allowed": 403,
-    "session_fence_conflict": 409, "idempotency_conflict": 409, "session_turn_in_progress": 409,
+    "idempotency_conflict": 409,
     "active_turn_mismatch": 409, "revision_conflict": 409, "session_archived": 409,
     "session_archive_stop_failed": 409, "queue_full": 413, "body_too_large": 413,
     "unsupported_media_type": 415, "model_unavailable": 422, "provider_auth_failure": 422,
@@ -69,7 +71,7 @@ def test_error_body_does_not_share_details():
 
 @pytest.mark.parametrize("field", TOP_LEVEL_FIELDS)
 def test_seed_named_fields_are_lifted_next_to_details(field):
-    body = error_body("session_turn_in_progress", "busy", {field: "x_1", "other": 2})
+    body = error_body("active_turn_mismatch", "busy", {field: "x_1", "other": 2})
     assert body[field] == "x_1"
     assert body["details"] == {field: "x_1", "other": 2}
     assert set(body) == {"error", "code", "details", field}

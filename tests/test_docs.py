@@ -1,0 +1,43 @@
+"""Docs that cannot lag: every setting, every error code and every CLI command is documented where a
+user looks for it, and every registered error code is one the daemon can actually answer."""
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from compozy.config import SETTINGS
+from compozy.errors import ERRORS
+from compozy.cli.main import cli
+from tests.harness.commands import cli_commands
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = {path: path.read_text(encoding="utf-8") for path in (ROOT / "compozy").rglob("*.py")
+           if path.name != "errors.py"}
+COMMANDS = cli_commands()
+ERROR_ROWS = re.compile(r"^\| `([a-z_]+)` \| (\d{3}) \|", re.MULTILINE)
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=[s.name for s in SETTINGS])
+def test_every_setting_is_documented(setting):
+    assert f"`{setting.name}`" in (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("code", sorted(ERRORS))
+def test_every_registered_error_code_is_raised_somewhere(code):
+    assert any(f'"{code}"' in text for text in SOURCES.values()), f"nothing in compozy/ answers {code}"
+
+
+def test_the_errors_table_lists_every_code_with_its_status():
+    rows = {code: int(status) for code, status in ERROR_ROWS.findall((ROOT / "docs" / "errors.md").read_text())}
+    assert rows == {code: kind.status for code, kind in ERRORS.items()}
+
+
+@pytest.mark.parametrize("path", sorted(COMMANDS))
+def test_every_cli_command_help_has_an_example(path):
+    result = CliRunner().invoke(cli, [*path.split(), "--help"], prog_name="compozy")
+    assert result.exit_code == 0, result.output
+    _, found, example = result.output.partition("Example:\n")
+    assert found, f"compozy {path} --help has no Example: block"
+    assert f"    compozy {path}" in example.split("\n\n")[0], f"the example of compozy {path} does not run it"
