@@ -49,7 +49,7 @@ SETTINGS = (
     Setting("session.supervision.progress_notify_interval", "10m", "duration",
             "how often a running turn records a runtime_progress event; \"0\" disables"),
     Setting("session.stop.cooperative_grace", "10s", "duration",
-            "how long the stop ladder waits after ACP session/cancel and closing stdin before signals"),
+            "how long the stop ladder waits after asking the agent to cancel and closing stdin before signals"),
     Setting("session.derive.max_replay_bytes", 131072, "int",
             "hard bound on the carried transcript of a bounded replay", minimum=4096),
     Setting("session.derive.max_message_bytes", 16384, "int",

@@ -56,7 +56,6 @@ class SessionManager:
                                                   self.inputs)
         self.queue = QueueControl(self.services, self.inputs, self.worker)
         self.stopper = Stopper(self.services, self.worker)
-        self.services.on_agent_exit = self.recovery.exited_outside_turn
         self.supervisor = Supervisor(self.services, self.worker, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
 

@@ -55,6 +55,7 @@ _ARGUMENT_PATTERNS = {
     "exit": r"(\d+)",
     "recall": "",
     "slow-cancel": rf"({_NUMBER})",
+    "linger": r"(\d+)",
 }
 _TOKEN = re.compile(r"\[([a-z][a-z-]*)(?:\s+([^\[\]]*?))?\s*\]")
 _REPLAY_BLOCK = re.compile(r"<compozy_context_replay>(.*?)</compozy_context_replay>", re.DOTALL)
@@ -305,3 +306,6 @@ class DirectiveSteps:
 
     def do_recall(self) -> None:
         self.recall = True
+
+    def do_linger(self, count: str) -> None:
+        self.agent.lingering.append((self.session.session_id, int(count)))

@@ -74,6 +74,7 @@ class ReferenceAgent:
         self.request_ids, self.tool_call_ids = itertools.count(0), itertools.count(1)
         self.boolean_options = self.authenticated = False
         self.children: list[subprocess.Popen] = []
+        self.lingering: list[tuple[str, int]] = []  # (session id, late chunks to send at stdin EOF)
         self.handlers = {"initialize": self.initialize, "authenticate": self.authenticate,
                          "session/new": self.new_session, "session/set_config_option": self.set_config_option,
                          "session/set_mode": lambda request: {}, "session/prompt": self.start_prompt}
@@ -98,6 +99,10 @@ class ReferenceAgent:
             log("stdin closed, but a [hang] turn ignores that")
             while True:
                 time.sleep(1)
+        for session_id, count in self.lingering:
+            for number in range(1, count + 1):
+                self.send_update(session_id, {"sessionUpdate": "agent_message_chunk",
+                                              "content": {"type": "text", "text": f"late {number} "}})
         log("stdin closed; exiting")
         if turns:
             os._exit(0)  # workers may be mid-write; do not wait for interpreter shutdown

@@ -12,7 +12,7 @@ import logging
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_client_token, validate_id
-from compozy.session.runtime import check_snapshot, layer
+from compozy.session.snapshots import check_snapshot, layer
 from compozy.session.turns import Turn
 from compozy.states import (BusyMode, Disposition, MarkerKind, QueueStatus, SessionState, SteerDelivery)
 

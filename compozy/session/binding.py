@@ -7,9 +7,11 @@ Nothing of the authored message is persisted here: the caller records user_messa
 
 import logging
 
+from compozy.acp.client import BindFailure, configure, launch, needs_configuration, open_session
 from compozy.errors import CompozyError
 from compozy.session.live import RuntimeEvents
-from compozy.session.runtime import BindFailure, configure, launch, needs_configuration, open_session, routes_for
+from compozy.session.recovery import lost_outside_turn
+from compozy.session.snapshots import routes_for
 from compozy.states import MarkerKind, RuntimeStatus, RuntimeTransition
 
 log = logging.getLogger("compozy.binding")
@@ -89,22 +91,26 @@ class Binder:
             raise BindFailure(CompozyError("provider_unavailable", f"no provider named {target['provider']!r}"),
                               "startup_failure")
         stored = session.document["runtime"]
-        handler = RuntimeEvents(session, self.requests)
-        runtime = launch(provider, session.id, session.document["cwd"], handler, str(self.services.home.root))
-        handler.runtime = runtime
+        listener = RuntimeEvents(session, self.requests, self._lost_outside_turn)
+        runtime = launch(provider, session.id, session.document["cwd"], listener, str(self.services.home.root))
+        session.candidate = runtime
         try:
             last_provider = (stored.get("last_known") or {}).get("provider")
             load_id = stored.get("acp_session_id") if allow_load and last_provider == provider.name else None
             loaded = open_session(runtime, session.document["cwd"], load_id)
             configure(runtime, target)
         except BindFailure:
+            session.candidate = None
             self._discard(runtime)
             raise
         return runtime, loaded
 
+    def _lost_outside_turn(self, session, runtime):
+        lost_outside_turn(self.services, session, runtime)
+
     def _accept(self, session, runtime, number, transition):
         with session.lock:
-            session.runtime = runtime
+            session.runtime, session.candidate = runtime, None
             session.update_runtime(status=RuntimeStatus.READY, transition="", acp_session_id=runtime.acp_session_id,
                                    effective=runtime.effective, last_known=_identity(runtime.effective),
                                    process={**runtime.process.identity.to_dict()}, route=number)

@@ -2,7 +2,7 @@
 
 Layer 4. Every lifecycle change goes through change_state (meta.json, then the catalog); every
 event goes through append (commit, then publish to viewers). The bound agent's callbacks land
-in RuntimeEvents, which ignores a runtime that has since been replaced.
+in RuntimeEvents, which drops output from a runtime that no longer serves the session.
 """
 
 import logging
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from compozy import serialize
 from compozy.clock import now_iso
 from compozy.session.feed import Feed
-from compozy.session.translate import DROPPED_VARIANTS, translate
 from compozy.states import RuntimeStatus, SessionState, assert_transition
 
 log = logging.getLogger("compozy.session")
@@ -27,7 +26,6 @@ class Services:
     catalog: object
     store: object
     catalog_feed: object
-    on_agent_exit: object = None
     live_sessions: object = None
     accepting: bool = True
 
@@ -42,6 +40,7 @@ class LiveSession:
         services.store.logs.pin(self.id)
         self.feed = Feed(start=self.log.last_sequence())
         self.runtime = None
+        self.candidate = None  # the runtime being bound, before it serves the session
         self.turn = None
         self.worker = None
         self.stop_operation = None
@@ -146,58 +145,50 @@ class LiveSession:
 
 
 class RuntimeEvents:
-    """The handler an AgentProcess calls from its reader thread."""
+    """What a session hears from its agent, in the domain's words: the ACP seam calls it from the
+    agent's reader thread after decoding (compozy.acp.client)."""
 
-    def __init__(self, session, requests):
-        self.session, self.requests = session, requests
-        self.runtime = None  # set once launch() returns
+    def __init__(self, session, requests, lost_outside_turn):
+        self.session, self.requests, self.lost_outside_turn = session, requests, lost_outside_turn
 
-    def _current(self):
-        return self.runtime is not None and self.session.runtime is self.runtime
+    def is_current(self, runtime):
+        """Output counts only from the runtime serving the session, or the one being bound for it."""
+        return runtime is self.session.runtime or runtime is self.session.candidate
 
-    def on_updates(self, notifications):
-        runtime = self.runtime
-        if runtime is None or runtime.loading:
-            return  # session/load replays history we already hold
+    def output(self, runtime, events):
+        """Commit the agent's translated output under the turn it belongs to (persist, then forward)."""
+        if not self.is_current(runtime):
+            log.warning("session %s: dropped %d late event(s) from a retired agent process (pid %s)",
+                        self.session.id, len(events), runtime.process.pid)
+            return
         turn = self.session.turn
         turn_id = turn.id if turn is not None and turn.accepts_output else None
-        items = []
-        for notification in notifications:
-            params = notification.params
-            if params.get("sessionId") != runtime.acp_session_id:
-                log.warning("session %s: dropped an update for foreign ACP session %r", self.session.id,
-                            str(params.get("sessionId"))[:80])
-                continue
-            update = params.get("update") if isinstance(params.get("update"), dict) else {}
-            event = translate(update)
-            if event is None:
-                if update.get("sessionUpdate") not in DROPPED_VARIANTS:
-                    log.info("session %s: skipped unknown session/update %r", self.session.id,
-                             str(update.get("sessionUpdate"))[:80])
-                continue
-            items.append((event[0], turn_id, event[1], self.session.document["agent_name"]))
-            if turn is not None and turn_id is not None:
-                _track_tool(turn, event)
-        if items:
-            self.session.append(items)
-            self.session.touch(items[-1][0])
-            if turn is not None:
-                turn.progress()
+        agent_name = self.session.document["agent_name"]
+        self.session.append([(kind, turn_id, content, agent_name) for kind, content in events])
+        self.session.touch(events[-1][0])
+        if turn is not None:
+            if turn_id is not None:
+                for event in events:
+                    _track_tool(turn, event)
+            turn.progress()
 
-    def on_request(self, request):
-        self.requests.handle(self.session, self.runtime, request)
+    def permission(self, runtime, ask, reply):
+        self.requests.permission(self.session, ask, reply)
 
-    def on_notification(self, notification):
-        log.info("session %s: ignored agent notification %s", self.session.id, notification.method[:80])
+    def write(self, runtime, path, reply):
+        self.requests.write(self.session, path, reply)
 
-    def on_issue(self, issue):
-        log.warning("session %s: agent output skipped (%s): %s", self.session.id, issue.kind, issue.excerpt)
+    def workspace_root(self):
+        return self.requests.workspace_root(self.session)
 
-    def on_exit(self, process):
+    def files_denied(self):
+        return self.requests.files_denied()
+
+    def exited(self, runtime):
         turn = self.session.turn
         if turn is not None:
             turn.wake.set()
-        self.session.services.on_agent_exit(self.session, self.runtime)
+        self.lost_outside_turn(self.session, runtime)
 
 
 def _track_tool(turn, event):

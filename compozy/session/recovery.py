@@ -1,4 +1,4 @@
-"""Recovery: an agent lost mid-turn is replaced (1, 2, 4 s; session/load, else bounded replay)
+"""Recovery: an agent lost mid-turn is replaced (1, 2, 4 s; its ACP session loaded, else bounded replay)
 and the interrupted turn resumes under its own ID; an agent lost outside a turn is recorded.
 
 Layer 4. Only exhausted recovery ends the turn with one terminal error and stops the session.
@@ -7,10 +7,10 @@ Layer 4. Only exhausted recovery ends the turn with one terminal error and stops
 import logging
 import threading
 
+from compozy.acp.client import BindFailure
 from compozy.clock import iso_from_epoch, monotonic, now_iso, wall
 from compozy.session.crash import exit_summary, write_bundle
 from compozy.session.replay import replay_prompt
-from compozy.session.runtime import BindFailure
 from compozy.states import FailureKind, RuntimeStatus, RuntimeTransition, SessionState, StopReason
 
 log = logging.getLogger("compozy.recovery")
@@ -108,19 +108,20 @@ class Recovery:
                                                      "stop_detail": "automatic recovery exhausted",
                                                      "failure": failure})
 
-    def exited_outside_turn(self, session, runtime):
-        """The agent died while idle (not released, not stopped): record a failure, keep the session."""
-        with session.lock:
-            if session.runtime is not runtime or session.turn is not None or session.stop_operation is not None \
-                    or runtime.released:
-                return
-            session.runtime = None
-        error = exit_summary(runtime)
-        bundle = write_bundle(self.services.home, session, runtime, FailureKind.PROCESS_EXIT.value, error)
-        failure = {"kind": FailureKind.PROCESS_EXIT.value, "summary": error, "crash_bundle_path": bundle}
-        session.append_event("runtime_warning", {"text": f"agent process exited outside a turn: {error}",
-                                                 "failure": failure})
-        session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)
-        session.save(failure=failure)
-        log.warning("session %s: agent exited outside a turn (%s)", session.id, error)
-        threading.Thread(target=runtime.process.kill_tree, args=(0.5, 5.0), daemon=True).start()
+
+def lost_outside_turn(services, session, runtime):
+    """The agent died while idle (not released, not stopped): record a failure, keep the session."""
+    with session.lock:
+        if session.runtime is not runtime or session.turn is not None or session.stop_operation is not None \
+                or runtime.released:
+            return
+        session.runtime = None
+    error = exit_summary(runtime)
+    bundle = write_bundle(services.home, session, runtime, FailureKind.PROCESS_EXIT.value, error)
+    failure = {"kind": FailureKind.PROCESS_EXIT.value, "summary": error, "crash_bundle_path": bundle}
+    session.append_event("runtime_warning", {"text": f"agent process exited outside a turn: {error}",
+                                             "failure": failure})
+    session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)
+    session.save(failure=failure)
+    log.warning("session %s: agent exited outside a turn (%s)", session.id, error)
+    threading.Thread(target=runtime.process.kill_tree, args=(0.5, 5.0), daemon=True).start()

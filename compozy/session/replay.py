@@ -1,7 +1,7 @@
 """Transcript folding (history reads) and the bounded replay that rebuilds an agent's context.
 
 Layer 4. One bounded replay serves every rebuild: a provider change, a restart without
-session/load, recovery without a native session, and (later) continue, fork and rewind.
+a loaded ACP session, recovery without a native session, and (later) continue, fork and rewind.
 """
 
 import json

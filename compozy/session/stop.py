@@ -1,6 +1,6 @@
 """The verified stop ladder: active -> stopping -> stopped only when no agent process survives.
 
-Layer 4. Cooperative first (ACP session/cancel, then stdin closed) for session.stop.cooperative_grace,
+Layer 4. Cooperative first (the agent asked to cancel, then stdin closed) for session.stop.cooperative_grace,
 then SIGTERM+SIGCONT to the group (5 s), then SIGKILL (5 s), all on monotonic deadlines. Exit is
 proven by PID plus start time; when it cannot be, the session stays stopping with attention.
 """

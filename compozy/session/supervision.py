@@ -88,7 +88,7 @@ class Supervisor:
     def _turn_timers(self, session, turn, now, config):
         if turn.cancel_deadline is not None and now >= turn.cancel_deadline and not turn.escalate \
                 and session.stop_operation is None:
-            turn.escalate = True  # the agent ignored session/cancel for the whole grace
+            turn.escalate = True  # the agent ignored the cancel for the whole grace
             turn.wake.set()
         if turn.recovery_due is not None and now >= turn.recovery_due:
             turn.recovery_ready = True

@@ -1,23 +1,21 @@
 """Prompt turns: one at a time per session, on the session's worker thread.
 
 Layer 4. A turn binds its runtime, records user_message only after the bind succeeded, sends
-session/prompt, and ends with exactly one done or error. Output arrives on the agent's reader
+the prompt, and ends with exactly one done or error. Output arrives on the agent's reader
 thread and is committed there (persist, then forward); this thread only waits and decides.
 """
 
 import logging
 import threading
 
-from compozy.acp.driver import AcpError, AgentExited
+from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
 from compozy.clock import monotonic
 from compozy.session.replay import replay_prompt
-from compozy.session.runtime import BindFailure
 from compozy.states import MarkerKind, RuntimeStatus, SessionState
 
 log = logging.getLogger("compozy.turns")
 
 WAIT_SLICE = 1.0
-STEER_TIMEOUT = 10.0
 
 
 class Turn:
@@ -84,7 +82,7 @@ class Worker:
             session.worker.start()
 
     def cancel(self, session, reason):
-        """Cooperative cancel of the current turn: ACP session/cancel, pending requests answered."""
+        """Cooperative cancel of the current turn: the agent is asked to cancel, pending requests answered."""
         turn = session.turn
         if turn is None:
             return None
@@ -92,7 +90,7 @@ class Worker:
         runtime = session.runtime
         if turn.phase == "prompting" and runtime is not None and runtime.alive:
             turn.phase = "cancelling"
-            runtime.process.notify("session/cancel", {"sessionId": runtime.acp_session_id})
+            runtime.cancel()
         self.requests.cancel_all(session, turn.id)
         return turn
 
@@ -157,11 +155,10 @@ class Worker:
     def send_prompt(self, session, turn, runtime, text):
         turn.phase = "prompting"
         turn.progress()
-        turn.pending = runtime.process.request("session/prompt", {
-            "sessionId": runtime.acp_session_id, "prompt": [{"type": "text", "text": text}]}, wake=turn.wake)
+        turn.pending = runtime.prompt(text, turn.wake)
         if turn.cancel_reason:  # a cancel that arrived while the prompt was being sent
             turn.phase = "cancelling"
-            runtime.process.notify("session/cancel", {"sessionId": runtime.acp_session_id})
+            runtime.cancel()
 
     def _await_answer(self, session, turn):
         while True:
@@ -181,11 +178,11 @@ class Worker:
     def _answered(self, session, turn, pending):
         if isinstance(pending.error, AcpError):
             return self.finish(session, turn, "error", {"error": pending.error.message, "code": pending.error.code})
-        result = pending.result if isinstance(pending.result, dict) else {}
-        content = {"stop_reason": str(result.get("stopReason") or "end_turn")}
-        if isinstance(result.get("usage"), dict):
-            content["usage"] = result["usage"]
-            session.log.record_usage(turn.id, result["usage"])
+        answer = AgentClient.answer(pending.result)
+        content = {"stop_reason": answer.stop_reason}
+        if answer.usage is not None:
+            content["usage"] = answer.usage
+            session.log.record_usage(turn.id, answer.usage)
         return self.finish(session, turn, "done", content)
 
     def _agent_lost(self, session, turn):
@@ -197,9 +194,9 @@ class Worker:
         return self.recovery.recover(session, turn, self)
 
     def _force_cancel(self, session, turn):
-        """The agent ignored session/cancel for the whole grace: end the turn through the ladder."""
+        """The agent ignored the cancel for the whole grace: end the turn through the ladder."""
         report = self.binder.retire(session)
-        session.marker(MarkerKind.PROMPT_CANCEL, "the agent ignored session/cancel; its process was stopped",
+        session.marker(MarkerKind.PROMPT_CANCEL, "the agent ignored the cancel; its process was stopped",
                        turn.id, escalated=bool(report and report.escalated),
                        verified=bool(report and report.verified))
         if report is not None and report.escalated:
@@ -222,9 +219,7 @@ class Worker:
                 if not self.inputs.claim_steer(session, turn, steer):
                     continue
             try:
-                runtime.process.call("_compozy/steer", {"sessionId": runtime.acp_session_id,
-                                                        "prompt": [{"type": "text", "text": steer["message"]}]},
-                                     STEER_TIMEOUT)
+                runtime.steer(steer["message"])
             except (AcpError, AgentExited, TimeoutError) as exc:
                 log.warning("session %s: steering into turn %s failed: %s", session.id, turn.id, exc)
                 self.inputs.steer_failed(session, turn, steer, str(exc))

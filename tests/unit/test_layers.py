@@ -3,13 +3,13 @@
 Layers (shared/reference/style.md section 6.3, as fixed for this project):
   0 errors, states, ids, clock, location (and the package root, which holds only __version__)
   1 config, paths, validate, redact
-  2 store.*, acp.protocol, serialize, api (the operation table), proc and boundary (the operating-system
-    seams, stdlib only)
-  3 acp.driver
+  2 store.*, acp.protocol, acp.translate, serialize, api (the operation table), proc and boundary (the
+    operating-system seams, stdlib only)
+  3 acp.* (the ACP seam: the agent process, the client, options, the agent's requests)
   4 session.*
   5 manager
   6 http.*, daemon.*, cli.* (cli.client included)
-A module imports only lower layers; store.* and session.* may also import same-package siblings.
+A module imports only lower layers; store.*, acp.* and session.* may also import same-package siblings.
 Layer 0: errors imports nothing from compozy; ids, states and clock may import errors.
 Layer 6: http.* imports http.* siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api (the operation table), errors, ids and other cli modules at module level, and paths,
@@ -33,14 +33,14 @@ LAYER_OF = {
     "compozy": 0, "compozy.errors": 0, "compozy.states": 0, "compozy.ids": 0, "compozy.clock": 0,
     "compozy.location": 0,
     "compozy.config": 1, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
-    "compozy.store": 2, "compozy.acp": 2, "compozy.acp.protocol": 2, "compozy.serialize": 2, "compozy.api": 2,
-    "compozy.proc": 2, "compozy.boundary": 2, "compozy.acp.driver": 3,
+    "compozy.store": 2, "compozy.acp.protocol": 2, "compozy.acp.translate": 2, "compozy.serialize": 2,
+    "compozy.api": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.acp": 3,
     "compozy.session": 4,
     "compozy.manager": 5,
     "compozy.http": 6, "compozy.daemon": 6, "compozy.cli": 6, "compozy.__main__": 6,
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
-SIBLING_PACKAGES = ("compozy.store", "compozy.session", "compozy.http", "compozy.daemon")
+SIBLING_PACKAGES = ("compozy.store", "compozy.acp", "compozy.session", "compozy.http", "compozy.daemon")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.settings")
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api")
@@ -159,7 +159,7 @@ def violations(module, path):
         elif theirs < own:
             pass
         elif theirs == own and any(in_package(module, p) and in_package(target, p) for p in SIBLING_PACKAGES):
-            pass  # store.* -> store.*, session.* -> session.*, http.* -> http.*, daemon.* -> daemon.*
+            pass  # store.* -> store.*, acp.* -> acp.*, session.* -> session.*, http.* -> http.*, daemon.* -> daemon.*
         elif in_package(module, "compozy.daemon") and in_package(target, "compozy.http"):
             pass  # the daemon process builds the app
         elif module == "compozy.__main__" and target == "compozy.cli.main":

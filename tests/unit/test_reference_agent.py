@@ -524,6 +524,18 @@ def test_exit_and_stderr_directives(spawn, workdir):
     assert agent.stderr().count("x" * 63 + "\n") == 64 * 1024 // 64
 
 
+def test_linger_sends_late_output_when_stdin_closes(spawn, workdir):
+    agent = spawn()
+    session_id, _ = open_session(agent, workdir)
+    _, seen = prompt(agent, session_id, "[linger 2] hi")
+    assert reply_text(seen) == "echo: hi"
+    agent.process.stdin.close()
+    late = agent.until(lambda message: isinstance(message, Notification)
+                       and message.params["update"]["content"]["text"] == "late 2 ")
+    assert reply_text(late, session_id) == "late 1 late 2 "
+    assert agent.wait_exit() == 0
+
+
 def test_slow_cancel_delays_the_cancelled_answer(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)

@@ -7,7 +7,7 @@ import pytest
 
 from compozy.acp.driver import AcpError
 from compozy.config import Provider
-from compozy.session.runtime import BindFailure, Runtime, configure, needs_configuration
+from compozy.acp.client import AgentClient, BindFailure, configure, needs_configuration
 
 OPTIONS = [
     {"id": "model", "category": "model", "type": "select", "currentValue": "m1",
@@ -30,7 +30,7 @@ class RecordingAgent:
 
 
 def _runtime(refuse=(), options=OPTIONS, modes=None, models=None):
-    runtime = Runtime(Provider("p", ("true",)), RecordingAgent(refuse))
+    runtime = AgentClient(Provider("p", ("true",)), RecordingAgent(refuse))
     runtime.acp_session_id = "s1"
     runtime.config_options = [dict(o) for o in options]
     runtime.modes, runtime.legacy_models = modes, models

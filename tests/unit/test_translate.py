@@ -1,6 +1,6 @@
 """ACP session/update variants become event records; unknown ones are not stored."""
 
-from compozy.session.translate import translate
+from compozy.acp.translate import translate
 
 
 def test_chunks_become_messages_and_thoughts():

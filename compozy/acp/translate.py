@@ -1,6 +1,7 @@
 """ACP session/update variants -> event records (type, content).
 
-Layer 4. Unknown variants return None and are logged by the caller, never stored.
+Layer 2 (pure functions over the wire's dicts). Unknown variants return None and are logged by
+the caller, never stored.
 """
 
 TERMINAL_TOOL_STATUSES = ("completed", "failed")

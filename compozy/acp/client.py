@@ -1,0 +1,203 @@
+"""AgentClient: everything compozy says to an ACP agent, and what it hears back.
+
+Layer 3 (the ACP seam). launch() spawns the provider's command and runs the initialize
+handshake; open_session() binds one ACP session (load when asked and advertised, else new);
+prompt, cancel and steer drive a turn. What the agent sends arrives on the process's reader
+thread and is handed to the session's listener in the domain's words: translated output,
+permission asks and file requests (acp.requests), and the exit.
+
+The listener answers output(client, events), permission(client, ask, reply), write(client,
+path, reply), workspace_root(), files_denied() and exited(client).
+"""
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from compozy.acp import protocol, requests
+from compozy.acp.driver import AcpError, AgentExited, AgentProcess
+from compozy.acp.options import configure, needs_configuration, take_options
+from compozy.acp.refusal import BindFailure, auth_refused, refused
+from compozy.acp.translate import DROPPED_VARIANTS, translate
+from compozy.errors import CompozyError
+from compozy.location import child_environment
+
+log = logging.getLogger("compozy.acp.client")
+
+INITIALIZE = "initialize"
+SESSION_NEW = "session/new"
+SESSION_LOAD = "session/load"
+SESSION_PROMPT = "session/prompt"
+SESSION_CANCEL = "session/cancel"
+SESSION_UPDATE = "session/update"
+STEER = "_compozy/steer"
+HANDSHAKE_TIMEOUT = 30.0
+SESSION_TIMEOUT = 60.0
+LOAD_TIMEOUT = 120.0
+STEER_TIMEOUT = 10.0
+CLIENT_CAPABILITIES = {"fs": {"readTextFile": True, "writeTextFile": True},
+                       "session": {"configOptions": {"boolean": {}}}}
+CLIENT_INFO = {"name": "compozy", "title": "compozy daemon", "version": "0.1"}
+
+__all__ = ["AgentClient", "AcpError", "AgentExited", "BindFailure", "PromptAnswer", "configure", "launch",
+           "needs_configuration", "open_session"]
+
+
+@dataclass(frozen=True)
+class PromptAnswer:
+    """How the agent ended a prompt turn."""
+
+    stop_reason: str
+    usage: dict | None = None
+
+
+class AgentClient:
+    """A live agent process with (after open_session) one ACP session bound to one compozy session."""
+
+    def __init__(self, provider, process=None, listener=None, label="agent"):
+        self.provider, self.process, self.listener, self.label = provider, process, listener, label
+        self.caps, self.agent_info, self.auth_methods = {}, {}, []
+        self.acp_session_id = None
+        self.config_options, self.legacy_models, self.modes = [], None, None
+        self.effective = {"provider": provider.name}
+        self.loading = False
+        self.released = False
+
+    @property
+    def alive(self):
+        return self.process.alive
+
+    @property
+    def supports_load(self):
+        return self.caps.get("loadSession") is True
+
+    @property
+    def supports_steering(self):
+        return (self.caps.get("_meta") or {}).get("compozy.dev/steering") is True
+
+    def acp_caps(self):
+        return dict(self.caps)
+
+    # -- a turn -----------------------------------------------------------------------------
+
+    def prompt(self, text, wake):
+        """Send the prompt; the returned PendingCall resolves (and sets wake) when the agent answers."""
+        return self.process.request(SESSION_PROMPT, {"sessionId": self.acp_session_id, "prompt": _text(text)},
+                                    wake=wake)
+
+    def cancel(self):
+        self.process.notify(SESSION_CANCEL, {"sessionId": self.acp_session_id})
+
+    def steer(self, text):
+        """Inject text into the running turn (the compozy.dev/steering extension); raises on refusal."""
+        self.process.call(STEER, {"sessionId": self.acp_session_id, "prompt": _text(text)}, STEER_TIMEOUT)
+
+    @staticmethod
+    def answer(result):
+        """The PromptAnswer of a prompt's result."""
+        result = result if isinstance(result, dict) else {}
+        usage = result.get("usage") if isinstance(result.get("usage"), dict) else None
+        return PromptAnswer(str(result.get("stopReason") or "end_turn"), usage)
+
+    # -- what the agent sends (called on its reader thread) -------------------------------------
+
+    def on_updates(self, notifications):
+        if self.loading:
+            return  # session/load replays history we already hold
+        events = []
+        for notification in notifications:
+            params = notification.params
+            if params.get("sessionId") != self.acp_session_id:
+                log.warning("%s: dropped an update for foreign ACP session %r", self.label,
+                            str(params.get("sessionId"))[:80])
+                continue
+            update = params.get("update") if isinstance(params.get("update"), dict) else {}
+            event = translate(update)
+            if event is None:
+                if update.get("sessionUpdate") not in DROPPED_VARIANTS:
+                    log.info("%s: skipped unknown %s %r", self.label, SESSION_UPDATE,
+                             str(update.get("sessionUpdate"))[:80])
+                continue
+            events.append(event)
+        if events:
+            self.listener.output(self, events)
+
+    def on_request(self, request):
+        requests.handle(self, self.listener, request)
+
+    def on_notification(self, notification):
+        log.info("%s: ignored agent notification %s", self.label, notification.method[:80])
+
+    def on_issue(self, issue):
+        log.warning("%s: agent output skipped (%s): %s", self.label, issue.kind, issue.excerpt)
+
+    def on_exit(self, process):
+        self.listener.exited(self)
+
+
+def launch(provider, session_id, cwd, listener, agent_home):
+    """Spawn the provider's command and run the initialize handshake."""
+    marker = f"COMPOZY_AGENT_MARK={uuid.uuid4().hex}"
+    name, value = marker.split("=", 1)
+    # COMPOZY_HOME lets the built-in agent keep its state beside the daemon's; the marker and
+    # COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
+    env = child_environment({"COMPOZY_HOME": agent_home, **provider.env, "COMPOZY_SESSION_ID": session_id,
+                             name: value, "COMPOZY_AGENT_HOME": agent_home})
+    label = f"{session_id}/{provider.name}"
+    client = AgentClient(provider, listener=listener, label=label)
+    client.process = AgentProcess(provider.command, cwd, env, client, marker=marker, label=label)
+    try:
+        client.process.start()
+    except OSError as exc:
+        raise BindFailure(CompozyError("provider_unavailable", f"cannot start provider {provider.name!r}: {exc}"),
+                          "startup_failure") from None
+    try:
+        result = client.process.call(INITIALIZE, {"protocolVersion": protocol.PROTOCOL_VERSION,
+                                                  "clientCapabilities": CLIENT_CAPABILITIES,
+                                                  "clientInfo": CLIENT_INFO}, HANDSHAKE_TIMEOUT)
+    except (AcpError, AgentExited, TimeoutError) as exc:
+        raise refused(client, "handshake_failure", f"provider {provider.name!r} failed {INITIALIZE}: {exc}")
+    if not isinstance(result, dict) or result.get("protocolVersion") != protocol.PROTOCOL_VERSION:
+        raise refused(client, "handshake_failure",
+                      f"provider {provider.name!r} speaks ACP {result and result.get('protocolVersion')!r}, not 1")
+    client.caps = result.get("agentCapabilities") or {}
+    client.agent_info = result.get("agentInfo") or {}
+    client.auth_methods = result.get("authMethods") or []
+    return client
+
+
+def open_session(client, cwd, load_id=None):
+    """session/load when asked and advertised, else session/new; returns True when loaded."""
+    params = {"cwd": cwd, "mcpServers": []}
+    if load_id and client.supports_load:
+        client.loading = True  # history replayed by session/load is not new output
+        try:
+            result = client.process.call(SESSION_LOAD, {**params, "sessionId": load_id}, LOAD_TIMEOUT)
+            client.acp_session_id = load_id
+            take_options(client, result)
+            return True
+        except (AcpError, TimeoutError) as exc:
+            log.warning("%s of %s failed (%s); starting a fresh ACP session", SESSION_LOAD, load_id, exc)
+            if isinstance(exc, AcpError) and exc.code == protocol.AUTH_REQUIRED:
+                raise auth_refused(client) from None
+        except AgentExited as exc:
+            raise refused(client, "load_session_failure", f"agent exited during {SESSION_LOAD}: {exc}")
+        finally:
+            client.loading = False
+    try:
+        result = client.process.call(SESSION_NEW, params, SESSION_TIMEOUT)
+    except AcpError as exc:
+        if exc.code == protocol.AUTH_REQUIRED:
+            raise auth_refused(client) from None
+        raise refused(client, "startup_failure", f"{SESSION_NEW} failed: {exc}")
+    except (AgentExited, TimeoutError) as exc:
+        raise refused(client, "startup_failure", f"{SESSION_NEW} failed: {exc}")
+    if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
+        raise refused(client, "protocol_failure", f"{SESSION_NEW} answered without a sessionId")
+    client.acp_session_id = result["sessionId"]
+    take_options(client, result)
+    return False
+
+
+def _text(text):
+    return [{"type": "text", "text": text}]

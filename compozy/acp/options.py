@@ -1,0 +1,175 @@
+"""A runtime snapshot applied to an agent's advertised choices: config options, modes, legacy models.
+
+Layer 3 (the ACP seam). A snapshot names `model`, `reasoning_effort`, `speed` and raw
+`acp_options`; the agent advertises config options (by id or category), session modes, or the
+older model list. Whatever changed is rolled back when a later choice is refused.
+"""
+
+import logging
+
+from compozy.acp.driver import AcpError, AgentExited
+from compozy.acp.refusal import BindFailure
+from compozy.errors import CompozyError
+
+log = logging.getLogger("compozy.acp.options")
+
+SET_CONFIG_OPTION = "session/set_config_option"
+SET_TIMEOUT = 60.0
+NAMED_FIELDS = ("model", "reasoning_effort", "speed")
+# How a snapshot field finds the agent's config option: by id first, then by category.
+OPTION_LOOKUP = {"model": (("model",), ("model",)),
+                 "reasoning_effort": (("reasoning_effort", "reasoning", "effort"), ("thought_level",)),
+                 "speed": (("speed",), ("_speed", "speed"))}
+FIELD_ERROR = {"model": "model_unavailable"}
+# Older ways to choose a value, for agents without the config option:
+# (state attribute, list key, id key, current key, method, param, snapshot field)
+MODES = ("modes", "availableModes", "id", "currentModeId", "session/set_mode", "modeId", "acp_option")
+LEGACY_MODELS = ("legacy_models", "availableModels", "modelId", "currentModelId", "session/set_model", "modelId",
+                 "model")
+
+
+def take_options(client, result):
+    """Remember what session/new or session/load advertised."""
+    result = result if isinstance(result, dict) else {}
+    client.config_options = [o for o in result.get("configOptions") or [] if isinstance(o, dict)]
+    models, modes = result.get("models"), result.get("modes")
+    client.legacy_models = models if isinstance(models, dict) else None
+    client.modes = modes if isinstance(modes, dict) else None
+
+
+def needs_configuration(client, target):
+    """True when some requested field or option differs from the agent's current value."""
+    for name in NAMED_FIELDS:
+        if target.get(name) and client.effective.get(name) != target[name]:
+            return True
+    current = {o.get("id"): o.get("currentValue") for o in client.config_options}
+    return any(current.get(o["id"]) != o.get("value_id", o.get("bool_value")) for o in target.get("acp_options", []))
+
+
+def configure(client, target):
+    """Apply the target's fields and ACP options in place; roll back what changed on refusal."""
+    applied = []
+    try:
+        for name in NAMED_FIELDS:
+            if target.get(name):
+                _apply_field(client, name, target[name], applied)
+        for option in target.get("acp_options", []):
+            _apply_option(client, option, applied)
+    except BindFailure:
+        _rollback(client, applied)
+        raise
+    client.effective = _effective(client, target)
+    return bool(applied)
+
+
+def _apply_field(client, name, value, applied):
+    option = _find_option(client.config_options, name)
+    if option is None and name == "model" and client.legacy_models:
+        return _apply_choice(client, LEGACY_MODELS, value)
+    if option is None:
+        raise _unsupported(name, f"provider {client.provider.name!r} exposes no {name} option")
+    if value not in _choices(option):
+        raise _unsupported(name, f"{name} {value!r} is not offered by provider {client.provider.name!r} "
+                                 f"(offered: {', '.join(_choices(option))})")
+    _set_option(client, option, value, applied)
+
+
+def _apply_option(client, entry, applied):
+    option = next((o for o in client.config_options if o.get("id") == entry["id"]), None)
+    if option is None and entry["id"] == "mode" and client.modes and "value_id" in entry:
+        # Agents that expose session modes (not config options) take `mode` through set_mode.
+        return _apply_choice(client, MODES, entry["value_id"])
+    if option is None:
+        raise _unsupported("acp_option", f"provider {client.provider.name!r} has no option {entry['id']!r}")
+    if "bool_value" in entry:
+        if option.get("type") != "boolean":
+            raise _unsupported("acp_option", f"option {entry['id']!r} is not a boolean")
+        _set_option(client, option, entry["bool_value"], applied)
+    else:
+        if option.get("type") == "boolean" or entry["value_id"] not in _choices(option):
+            raise _unsupported("acp_option", f"option {entry['id']!r} does not offer {entry['value_id']!r}")
+        _set_option(client, option, entry["value_id"], applied)
+
+
+def _set_option(client, option, value, applied):
+    if option.get("currentValue") == value:
+        return
+    previous = option.get("currentValue")
+    try:
+        result = client.process.call(SET_CONFIG_OPTION, _option_params(client, option["id"], value), SET_TIMEOUT)
+    except (AcpError, AgentExited, TimeoutError) as exc:
+        raise _unsupported("model" if option.get("category") == "model" else "acp_option",
+                           f"provider refused {option['id']}={value!r}: {exc}") from None
+    applied.append((option["id"], previous))
+    if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
+        client.config_options = result["configOptions"]
+    else:
+        option["currentValue"] = value
+
+
+def _option_params(client, option_id, value):
+    params = {"sessionId": client.acp_session_id, "configId": option_id, "value": value}
+    if isinstance(value, bool):
+        params["type"] = "boolean"
+    return params
+
+
+def _apply_choice(client, kind, value):
+    attribute, list_key, id_key, current_key, method, param, field = kind
+    state = getattr(client, attribute)
+    available = [entry.get(id_key) for entry in state.get(list_key, []) if isinstance(entry, dict)]
+    if value not in available:
+        raise _unsupported(field, f"{value!r} is not offered (offered: {', '.join(map(str, available))})")
+    if state.get(current_key) == value:
+        return
+    try:
+        client.process.call(method, {"sessionId": client.acp_session_id, param: value}, SET_TIMEOUT)
+    except (AcpError, AgentExited, TimeoutError) as exc:
+        raise _unsupported(field, f"provider refused {value!r}: {exc}") from None
+    state[current_key] = value
+
+
+def _rollback(client, applied):
+    for option_id, previous in reversed(applied):
+        if previous is None:
+            continue
+        try:
+            client.process.call(SET_CONFIG_OPTION, _option_params(client, option_id, previous), SET_TIMEOUT)
+        except (AcpError, AgentExited, TimeoutError):
+            log.warning("rollback of %s failed; the runtime will be replaced at the next prompt", option_id)
+            client.effective = {"provider": client.provider.name, "stale": True}
+
+
+def _effective(client, target):
+    effective = {"provider": client.provider.name}
+    for name in NAMED_FIELDS:
+        option = _find_option(client.config_options, name)
+        value = option.get("currentValue") if option else None
+        if value is None and name == "model" and client.legacy_models:
+            value = client.legacy_models.get("currentModelId")
+        if value is not None or target.get(name):
+            effective[name] = value if value is not None else target.get(name)
+    if target.get("acp_options"):
+        effective["acp_options"] = target["acp_options"]
+    return effective
+
+
+def _find_option(options, name):
+    ids, categories = OPTION_LOOKUP[name]
+    return (next((o for o in options if o.get("id") in ids), None)
+            or next((o for o in options if o.get("category") in categories), None))
+
+
+def _choices(option):
+    values = []
+    for entry in option.get("options") or []:
+        if isinstance(entry, dict) and "options" in entry:  # a group of options
+            values += [o.get("value") for o in entry["options"] if isinstance(o, dict)]
+        elif isinstance(entry, dict):
+            values.append(entry.get("value"))
+    return values
+
+
+def _unsupported(name, message):
+    return BindFailure(CompozyError(FIELD_ERROR.get(name, "runtime_option_unsupported"), message),
+                       "startup_failure")

@@ -1,0 +1,164 @@
+"""The agent's requests to us, in ACP's shapes: permission prompts and file access.
+
+Layer 3 (the ACP seam). Who decides, what is held and which folder an agent may reach is the
+session's policy (the listener); here the requests are decoded, files are read and written
+beneath the workspace root through compozy.boundary, and every request is answered in ACP's
+shapes. A held request is answered later through its reply object.
+"""
+
+import logging
+from dataclasses import dataclass
+
+from compozy import boundary
+from compozy.acp import protocol
+from compozy.states import PermissionDecision
+
+log = logging.getLogger("compozy.acp.requests")
+
+REQUEST_PERMISSION = "session/request_permission"
+READ_TEXT_FILE = "fs/read_text_file"
+WRITE_TEXT_FILE = "fs/write_text_file"
+ACCESS_DENIED = -32001
+MAX_READ_BYTES = 8 * 1024 * 1024
+OPTION_KIND = {PermissionDecision.ALLOW_ONCE: ("allow_once", "allow_always"),
+               PermissionDecision.ALLOW_ALWAYS: ("allow_always", "allow_once"),
+               PermissionDecision.REJECT_ONCE: ("reject_once", "reject_always"),
+               PermissionDecision.REJECT_ALWAYS: ("reject_always", "reject_once")}
+
+
+@dataclass(frozen=True)
+class PermissionAsk:
+    """What a session/request_permission asks, in the policy's words."""
+
+    tool_call_id: object
+    title: object
+    kind: str
+    paths: list
+    option_ids: list
+
+
+def handle(client, listener, request):
+    """Answer (now or later, through a reply) one request the agent sent."""
+    handler = {REQUEST_PERMISSION: _permission, READ_TEXT_FILE: _read,
+               WRITE_TEXT_FILE: _write}.get(request.method)
+    if handler is None:
+        client.process.respond_error(request.id, protocol.METHOD_NOT_FOUND, "Method not found",
+                                     {"method": request.method[:200]})
+        return
+    if request.params.get("sessionId") != client.acp_session_id:
+        log.warning("%s: refused %s for foreign ACP session", client.label, request.method)
+        client.process.respond_error(request.id, protocol.INVALID_PARAMS, "unknown sessionId")
+        return
+    handler(client, listener, request)
+
+
+# -- permission prompts ---------------------------------------------------------------------
+
+
+def _permission(client, listener, request):
+    params = request.params
+    tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+    options = [o for o in params.get("options") or [] if isinstance(o, dict)]
+    paths = [loc.get("path") for loc in tool_call.get("locations") or [] if isinstance(loc, dict)]
+    ask = PermissionAsk(tool_call.get("toolCallId"), tool_call.get("title"), str(tool_call.get("kind") or "other"),
+                        paths, [o.get("optionId") for o in options])
+    listener.permission(client, ask, PermissionReply(client.process, request.id, options))
+
+
+class PermissionReply:
+    """Answers one permission request with the option that carries the decision's kind."""
+
+    def __init__(self, process, rpc_id, options):
+        self.process, self.rpc_id, self.options = process, rpc_id, options
+
+    def answer(self, decision):
+        option = None if decision == "cancelled" else _option_for(self.options, decision)
+        if option is None:
+            return self.process.respond(self.rpc_id, {"outcome": {"outcome": "cancelled"}})
+        return self.process.respond(self.rpc_id, {"outcome": {"outcome": "selected", "optionId": option}})
+
+
+def _option_for(options, decision):
+    for kind in OPTION_KIND[PermissionDecision(decision)]:
+        for option in options:
+            if option.get("kind") == kind:
+                return option.get("optionId")
+    return None
+
+
+# -- file system ------------------------------------------------------------------------------
+
+
+def _read(client, listener, request):
+    params, process = request.params, client.process
+    if listener.files_denied():
+        return _refuse(client, listener, request, params.get("path"))
+    try:
+        data = boundary.read_file(listener.workspace_root(), params.get("path"), MAX_READ_BYTES)
+    except boundary.OutsideWorkspace as exc:
+        return _refuse(client, listener, request, params.get("path"), str(exc))
+    except FileNotFoundError:
+        return process.respond_error(request.id, protocol.RESOURCE_NOT_FOUND, "Resource not found",
+                                     {"path": params.get("path")})
+    except OSError as exc:
+        return process.respond_error(request.id, protocol.INTERNAL_ERROR, f"cannot read: {exc.strerror}")
+    text = data.decode("utf-8", errors="replace")
+    process.respond(request.id, {"content": _slice_lines(text, params.get("line"), params.get("limit"))})
+
+
+def _write(client, listener, request):
+    params, process = request.params, client.process
+    path, content, root = params.get("path"), params.get("content"), listener.workspace_root()
+    try:
+        boundary.relative_part(root, path)
+    except boundary.OutsideWorkspace as exc:
+        return _refuse(client, listener, request, path, str(exc))
+    if listener.files_denied():
+        return _refuse(client, listener, request, path)
+    if not isinstance(content, str):
+        return process.respond_error(request.id, protocol.INVALID_PARAMS, "content must be a string")
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        return process.respond_error(request.id, protocol.INVALID_PARAMS, "content is not valid Unicode text")
+    listener.write(client, path, WriteReply(process, request.id, root, path, data))
+
+
+class WriteReply:
+    """Holds an agent's file write until it is decided; an allowed write happens then, atomically."""
+
+    def __init__(self, process, rpc_id, root, path, data):
+        self.process, self.rpc_id = process, rpc_id
+        self.root, self.path, self.data = root, path, data
+
+    def answer(self, decision):
+        """The write happens now, opened race-free beneath the root: whatever the path became while
+        the request waited for approval, nothing outside the workspace is touched."""
+        if not decision.startswith("allow"):
+            return self.process.respond_error(self.rpc_id, ACCESS_DENIED, f"write not approved ({decision})")
+        try:
+            boundary.write_file(self.root, self.path, self.data)
+        except boundary.OutsideWorkspace as exc:
+            log.warning("refused %s of %r: %s", WRITE_TEXT_FILE, str(self.path)[:200], exc)
+            return self.process.respond_error(self.rpc_id, ACCESS_DENIED, f"access denied: {exc}",
+                                              {"path": str(self.path)[:500]})
+        except OSError as exc:
+            return self.process.respond_error(self.rpc_id, protocol.INTERNAL_ERROR, f"cannot write: {exc.strerror}")
+        self.process.respond(self.rpc_id, None)
+
+
+def _refuse(client, listener, request, path, why=None):
+    log.warning("%s: refused %s of %r", client.label, request.method, str(path)[:200])
+    reason = why or f"{request.method} is limited to the session's workspace"
+    if listener.files_denied():
+        reason += " and the deny-all policy refuses it"
+    client.process.respond_error(request.id, ACCESS_DENIED, f"access denied: {reason}", {"path": str(path)[:500]})
+
+
+def _slice_lines(text, line, limit):
+    if not isinstance(line, int) and not isinstance(limit, int):
+        return text
+    lines = text.splitlines(keepends=True)
+    start = max(0, (line if isinstance(line, int) else 1) - 1)
+    end = start + limit if isinstance(limit, int) and limit >= 0 else len(lines)
+    return "".join(lines[start:end])
