@@ -6,6 +6,33 @@ Layer 0: stdlib only. Values are spelled exactly as the API and the seed spell t
 from enum import StrEnum
 
 
+class Machine:
+    """A state machine as data: its states, the edges the daemon may take while it runs, and the
+    distinct edges only boot repair may take (after an unclean exit, never at run time)."""
+
+    def __init__(self, name, states, edges, repairs=()):
+        self.name, self.states = name, states
+        self.edges, self.repairs = frozenset(edges), frozenset(repairs)
+
+    def check(self, current, new, repair=False):
+        """new, as the enum, when current -> new is an edge (staying put always is); an illegal edge
+        is a bug, never a user error."""
+        current, new = self.states(current), self.states(new)
+        if current != new and (current, new) not in (self.repairs if repair else self.edges):
+            kind = "repair" if repair else "transition"
+            raise AssertionError(f"illegal {self.name or 'session'} {kind} {current} -> {new}")
+        return new
+
+    def edge_name(self, edge, repair=False):
+        """How scenarios name an edge in `covers`: `active->stopping`, `turn:binding->prompting`,
+        `boot:active->stopped`, `boot:queue:dispatching->sent`."""
+        prefix = ("boot:" if repair else "") + (f"{self.name}:" if self.name else "")
+        return f"{prefix}{edge[0].value}->{edge[1].value}"
+
+    def edge_names(self):
+        return {self.edge_name(e) for e in self.edges} | {self.edge_name(e, True) for e in self.repairs}
+
+
 class SessionState(StrEnum):
     STARTING = "starting"
     ACTIVE = "active"
@@ -17,7 +44,7 @@ LIVE_STATES = (SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING
 TERMINAL_STATES = (SessionState.STOPPED,)
 
 # Every lifecycle edge the manager may take. stopped -> starting is the restore path of a
-# normal prompt; starting -> stopped is a failed start.
+# normal prompt; starting -> stopped is a failed start. Exhausted recovery stops through stopping.
 TRANSITIONS = {
     (SessionState.ACTIVE, SessionState.STOPPING),
     (SessionState.STOPPING, SessionState.STOPPED),
@@ -26,12 +53,18 @@ TRANSITIONS = {
     (SessionState.STARTING, SessionState.STOPPING),
     (SessionState.STARTING, SessionState.STOPPED),
 }
+# Boot repair: a live state found after an unclean exit is stopped, with the stop reason its
+# evidence supports (the repair module), without passing through stopping.
+SESSION = Machine("", SessionState, TRANSITIONS, repairs={
+    (SessionState.STARTING, SessionState.STOPPED),
+    (SessionState.ACTIVE, SessionState.STOPPED),
+    (SessionState.STOPPING, SessionState.STOPPED),
+})
 
 
 def assert_transition(current, new):
     """An illegal lifecycle edge is a bug, never a user error."""
-    if current != new and (SessionState(current), SessionState(new)) not in TRANSITIONS:
-        raise AssertionError(f"illegal session transition {current} -> {new}")
+    return SESSION.check(current, new)
 
 
 class RuntimeStatus(StrEnum):
@@ -40,7 +73,42 @@ class RuntimeStatus(StrEnum):
     READY = "ready"
     RECONFIGURING = "reconfiguring"
     RECOVERING = "recovering"
-    FAILED = "failed"
+
+
+RUNTIME = Machine("runtime", RuntimeStatus, {
+    (RuntimeStatus.UNBOUND, RuntimeStatus.BINDING),  # the first process of a bind starts
+    (RuntimeStatus.BINDING, RuntimeStatus.READY),  # accepted
+    (RuntimeStatus.BINDING, RuntimeStatus.UNBOUND),  # every route refused, or stopped while binding
+    (RuntimeStatus.READY, RuntimeStatus.RECONFIGURING),  # live options change, or a replacement starts
+    (RuntimeStatus.RECONFIGURING, RuntimeStatus.READY),  # applied, refused and rolled back, or replaced
+    (RuntimeStatus.RECONFIGURING, RuntimeStatus.UNBOUND),  # a dead or stale process retired
+    (RuntimeStatus.READY, RuntimeStatus.UNBOUND),  # released, retired, lost outside a turn, or stopped
+    (RuntimeStatus.READY, RuntimeStatus.RECOVERING),  # lost mid-turn
+    (RuntimeStatus.RECOVERING, RuntimeStatus.READY),  # a replacement took the turn over
+    (RuntimeStatus.RECOVERING, RuntimeStatus.UNBOUND),  # exhausted, or stopped during backoff
+}, repairs={(status, RuntimeStatus.UNBOUND) for status in RuntimeStatus if status != RuntimeStatus.UNBOUND})
+
+
+class TurnPhase(StrEnum):
+    """Where a prompt turn is (in memory only; a turn's durable trace is its events)."""
+
+    BINDING = "binding"
+    PROMPTING = "prompting"
+    CANCELLING = "cancelling"
+    RECOVERING = "recovering"
+    DONE = "done"
+
+
+TURN = Machine("turn", TurnPhase, {
+    (TurnPhase.BINDING, TurnPhase.PROMPTING),  # bound, user_message recorded, the prompt sent
+    (TurnPhase.BINDING, TurnPhase.DONE),  # refused bind, or cancelled before the prompt went out
+    (TurnPhase.PROMPTING, TurnPhase.CANCELLING),  # the agent was asked to cancel
+    (TurnPhase.PROMPTING, TurnPhase.RECOVERING),  # the agent died mid-turn
+    (TurnPhase.PROMPTING, TurnPhase.DONE),  # answered, or failed
+    (TurnPhase.CANCELLING, TurnPhase.DONE),  # answered cancelled, or forced through the ladder
+    (TurnPhase.RECOVERING, TurnPhase.PROMPTING),  # a replacement agent took the prompt
+    (TurnPhase.RECOVERING, TurnPhase.DONE),  # exhausted, or cancelled during backoff
+})
 
 
 class RuntimeTransition(StrEnum):
@@ -165,6 +233,38 @@ class QueueStatus(StrEnum):
     SENT = "sent"
     FAILED = "failed"
     CANCELED = "canceled"
+
+
+QUEUE = Machine("queue", QueueStatus, {
+    (QueueStatus.QUEUED, QueueStatus.DISPATCHING),  # it becomes the current turn
+    (QueueStatus.DISPATCHING, QueueStatus.SENT),  # bound and prompted
+    (QueueStatus.DISPATCHING, QueueStatus.FAILED),  # its bind was refused
+    (QueueStatus.QUEUED, QueueStatus.SENT),  # a steer injected into the running turn
+    (QueueStatus.SENT, QueueStatus.FAILED),  # the agent refused that steer
+    (QueueStatus.QUEUED, QueueStatus.CANCELED),  # canceled, or promoted to steer
+}, repairs={
+    (QueueStatus.DISPATCHING, QueueStatus.SENT),  # its user_message is in the log: it ran
+    (QueueStatus.DISPATCHING, QueueStatus.QUEUED),  # it never started: it runs again
+})
+
+
+class AdmissionState(StrEnum):
+    """A prompt admission (or input mutation receipt) in the catalog."""
+
+    BINDING = "binding"  # a started prompt whose runtime is binding: a retry waits for it
+    STARTED = "started"
+    QUEUED = "queued"  # queued, steered or interrupted: the queue entry carries the rest
+    COMPLETED = "completed"  # an edit receipt
+    WITHDRAWN = "withdrawn"  # never stored: the row is deleted so a retry runs again
+
+
+ADMISSION = Machine("admission", AdmissionState, {
+    (AdmissionState.BINDING, AdmissionState.STARTED),  # bound and prompted: the result is durable
+    (AdmissionState.BINDING, AdmissionState.WITHDRAWN),  # the bind was refused: nothing persisted
+}, repairs={(AdmissionState.BINDING, AdmissionState.WITHDRAWN)})  # mid-bind at an unclean exit
+
+
+MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION)
 
 
 class MarkerKind(StrEnum):

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from compozy.api import OPERATIONS
-from compozy.states import TRANSITIONS
+from compozy.states import MACHINES
 from tests.harness.commands import cli_commands
 from tests.harness.ops import OPS
 from tests.harness.scenario import (EXPECT_KEYS, STEP_KEYS, SURFACES, TOP_KEYS, all_scenarios, strip_lines)
@@ -18,9 +18,17 @@ ROUTES_TESTED_ELSEWHERE = {
     "session.stream": "tests/test_streams.py follows SSE with real viewers, resume and keepalive",
     "session.catalog_stream": "tests/test_streams.py follows catalog changes",
 }
+BOOT_REPAIR_TEST = ("tests/test_boot_repair.py writes the state a daemon killed at that moment leaves and boots on "
+                    "it; a scenario can kill the daemon only between steps, never mid-bind or mid-dispatch")
 TRANSITIONS_TESTED_ELSEWHERE = {
     "starting->stopping": "tests/test_stop_and_recovery.py stops a session from a second thread while its "
                           "restoring prompt is still binding; a prompt step only returns after the bind",
+    "runtime:reconfiguring->unbound": "tests/test_stop_and_recovery.py stops a session while a slow replacement "
+                                      "agent is still starting; a prompt step only returns after the bind",
+    **{edge: BOOT_REPAIR_TEST for edge in (
+        "boot:starting->stopped", "boot:stopping->stopped", "boot:runtime:binding->unbound",
+        "boot:runtime:reconfiguring->unbound", "boot:runtime:recovering->unbound", "boot:queue:dispatching->sent",
+        "boot:queue:dispatching->queued", "boot:admission:binding->withdrawn")},
 }
 CLI_TESTED_ELSEWHERE = {
     "daemon run": "tests/test_daemon.py starts the real daemon in the foreground",
@@ -83,9 +91,18 @@ def test_every_cli_command_has_a_scenario_or_a_dedicated_test():
     assert missing == set()
 
 
-def test_every_lifecycle_transition_has_a_scenario():
-    edges = {f"{a.value}->{b.value}" for a, b in TRANSITIONS}
-    assert edges - _covered() - set(TRANSITIONS_TESTED_ELSEWHERE) == set()
+def _edges():
+    return set().union(*(machine.edge_names() for machine in MACHINES))
+
+
+def test_every_edge_of_every_state_table_has_a_scenario_or_a_dedicated_test():
+    """Lifecycle, runtime status, turn phase, queue entry and admission edges, and the boot repairs."""
+    assert _edges() - _covered() - set(TRANSITIONS_TESTED_ELSEWHERE) == set()
+
+
+def test_every_edge_named_is_an_edge_of_a_table():
+    named = {item for item in _covered() if "->" in item} | set(TRANSITIONS_TESTED_ELSEWHERE)
+    assert named - _edges() == set()
 
 
 def test_every_cli_command_has_help():

@@ -356,9 +356,39 @@ def test_stop_while_restoring_waits_for_the_bind_then_stops(home, workspace, sta
     assert answers and answers[0][0] in ("started", "session_stop_in_progress"), answers
 
 
-def _attempt(client, session, message):
+def test_stop_during_a_provider_replacement_refuses_the_late_bind(home, workspace, started):
+    """The ladder stops the serving agent while its replacement is still starting: when that
+    replacement comes up, it is refused and stopped, never bound to a stopped session."""
+    slow = ["sh", "-c", f"sleep 3; exec {shlex.quote(sys.executable)} -m compozy.agents.reference"]
+    daemon = started(f'[session.stop]\ncooperative_grace = "500ms"\n\n[providers.slow]\ncommand = {json.dumps(slow)}\n')
+    client = _client(daemon)
+    session = _create(client, workspace)
+    first = _prompt(client, session, "one")
+    _wait_event(home, session["id"], "done", where=lambda r: r["turn_id"] == first)
+
+    answers = []
+    replace = threading.Thread(target=lambda: answers.append(_attempt(client, session, "two", provider="slow")))
+    replace.start()
     try:
-        _, document = client.call("POST", _scoped(session, "prompt"), {"message": message})
+        _wait_for(lambda: _get(client, session["id"])["runtime"]["status"] == "reconfiguring", 5,
+                  "the replacement to start")
+        status, outcome = client.call("POST", _scoped(session, "stop"), {"wait": True})
+    finally:
+        replace.join(30)
+    assert status == 200 and outcome["state"] == "stopped" and outcome["verified"] is True, outcome
+    assert answers == [("session_stop_in_progress", None)]
+    resource = _get(client, session["id"])
+    assert resource["runtime"]["status"] == "unbound" and "process" not in resource["runtime"]
+    assert resource["runtime"]["last_known"]["provider"] == "reference"
+    ends = [(r["type"], r["content"].get("stop_reason")) for r in _records(home, session["id"])
+            if r["type"] in ("user_message", "done", "error", "session_stopped")]
+    assert ends == [("user_message", None), ("done", "end_turn"), ("session_stopped", "user_canceled")]
+
+
+def _attempt(client, session, message, provider=None):
+    try:
+        body = {"message": message, **({"runtime": {"provider": provider}} if provider else {})}
+        _, document = client.call("POST", _scoped(session, "prompt"), body)
         return document["prompt"]["disposition"], document["prompt"]["turn_id"]
     except CompozyError as exc:
         return exc.code, None

@@ -56,6 +56,7 @@ _ARGUMENT_PATTERNS = {
     "recall": "",
     "slow-cancel": rf"({_NUMBER})",
     "linger": r"(\d+)",
+    "refuse-steer": "",
 }
 _TOKEN = re.compile(r"\[([a-z][a-z-]*)(?:\s+([^\[\]]*?))?\s*\]")
 _REPLAY_BLOCK = re.compile(r"<compozy_context_replay>(.*?)</compozy_context_replay>", re.DOTALL)
@@ -211,6 +212,9 @@ class DirectiveSteps:
         pass  # applied on the main thread when the prompt arrived: signal.signal only works there
 
     def do_slow_cancel(self, seconds: str) -> None:
+        pass  # read for the whole turn when the prompt arrived
+
+    def do_refuse_steer(self) -> None:
         pass  # read for the whole turn when the prompt arrived
 
     def do_grandchild(self, setsid: str | None) -> None:

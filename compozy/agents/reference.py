@@ -254,6 +254,8 @@ class ReferenceAgent:
         with self.lock:
             if session.turn is None:
                 raise RpcError(protocol.INTERNAL_ERROR, "no prompt running")
+            if session.turn.refuses_steer:
+                raise RpcError(protocol.INTERNAL_ERROR, "steering refused")
             session.turn.steer(text)
         return {}
 

@@ -35,10 +35,11 @@ class Turn(DirectiveSteps):
         self.request_text = self.replay.request_text if self.replay else prompt_text
         self.directives, self.clean_text = parse_directives(self.request_text)
         names = [directive.name for directive in self.directives]
-        # These two change how the whole turn reacts to cancel and EOF, wherever they appear.
+        # These change how the whole turn reacts to cancel, EOF, signals and steers, wherever they appear.
         self.ignore_cancel = "hang" in names
         self.slow_cancel = max([float(d.args[0]) for d in self.directives if d.name == "slow-cancel"], default=0.0)
         self.ignores_term = "ignore-term" in names
+        self.refuses_steer = "refuse-steer" in names
         self.message_id = uuid.uuid4().hex
         self.reply_parts: list[str] = []
         self.open_tool_calls: list[str] = []

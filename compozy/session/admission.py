@@ -14,7 +14,9 @@ from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_client_token, validate_id
 from compozy.session.snapshots import check_snapshot, layer
 from compozy.session.turns import Turn
-from compozy.states import (BusyMode, Disposition, MarkerKind, QueueStatus, SessionState, SteerDelivery)
+from compozy.session.control import move_admission, move_entry
+from compozy.states import (AdmissionState, BusyMode, Disposition, MarkerKind, QueueStatus, SessionState, SteerDelivery,
+                            TurnPhase)
 
 log = logging.getLogger("compozy.admission")
 
@@ -91,7 +93,7 @@ class Inputs:
             raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different request",
                                idempotency_key=key)
         inflight = session.inflight.get(key)
-        if existing["state"] == "binding" and inflight is not None:
+        if existing["state"] == AdmissionState.BINDING and inflight is not None:
             session.lock.release()  # wait for the first request's bind without holding the session
             try:
                 inflight.bound.wait()
@@ -151,7 +153,7 @@ class Inputs:
         turn.admission_id = new_id("idem")
         self.catalog.add_admission(id=turn.admission_id, session_id=session.id, operation="prompt",
                                    message_id=turn.message_id, idempotency_key=turn.idempotency_key,
-                                   fingerprint=print_, state="binding", result=None)
+                                   fingerprint=print_, state=AdmissionState.BINDING.value, result=None)
         turn.result = result
         session.inflight[turn.idempotency_key] = turn
         self.worker.start(session, turn)
@@ -175,8 +177,9 @@ class Inputs:
             admission_id = new_id("idem")
             self.catalog.add_admission(id=admission_id, session_id=session.id, operation="prompt",
                                        message_id=turn.message_id, idempotency_key=turn.idempotency_key,
-                                       fingerprint=print_, state="queued", result=result)
-            self.catalog.add_entry(id=entry_id, session_id=session.id, priority=priority, status=QueueStatus.QUEUED,
+                                       fingerprint=print_, state=AdmissionState.QUEUED.value, result=result)
+            self.catalog.add_entry(id=entry_id, session_id=session.id, priority=priority,
+                                   status=QueueStatus.QUEUED.value,
                                    mode=mode, message=turn.message, message_id=turn.message_id,
                                    idempotency_key=turn.idempotency_key, runtime=self._resolved(session, turn),
                                    turn_id=turn.id, admission_id=admission_id)
@@ -199,7 +202,7 @@ class Inputs:
     def _steer(self, session, current, turn, print_):
         runtime = session.runtime
         steerable = (runtime is not None and runtime.alive and runtime.supports_steering
-                     and current.cancel_reason is None and current.phase in ("binding", "prompting"))
+                     and current.cancel_reason is None and current.phase in (TurnPhase.BINDING, TurnPhase.PROMPTING))
         if not steerable:
             result = self._enqueue(session, turn, print_, BusyMode.STEER, priority=0, disposition=Disposition.STEERED,
                                    interrupted=current.id, delivery=SteerDelivery.INTERRUPT_FALLBACK)
@@ -207,7 +210,7 @@ class Inputs:
             return result
         # Durable first: the steer waits as a head-of-queue entry until the worker injects it;
         # if the turn ends before that, the entry simply runs next as its own turn.
-        delivery = SteerDelivery.INJECTED if current.phase == "prompting" else SteerDelivery.PENDING_INJECTION
+        delivery = SteerDelivery.INJECTED if current.prompting else SteerDelivery.PENDING_INJECTION
         result = self._enqueue(session, turn, print_, BusyMode.STEER, priority=0, disposition=Disposition.STEERED,
                                delivery=delivery, into=current.id)
         current.injections.append({"entry_id": result["entry_id"], "message": turn.message,
@@ -219,11 +222,12 @@ class Inputs:
 
     def started(self, session, turn):
         if turn.entry_id:
-            self.catalog.update_entry(turn.entry_id, status=QueueStatus.SENT)
+            move_entry(self.catalog, turn.entry_id, QueueStatus.DISPATCHING, QueueStatus.SENT)
             session.marker(MarkerKind.PROMPT_ACCEPTED, f"queued input started: {turn.message[:200]}", turn.id,
                            entry_id=turn.entry_id)
         elif turn.admission_id:
-            self.catalog.update_admission(turn.admission_id, state="started", result=turn.result)
+            move_admission(self.catalog, turn.admission_id, AdmissionState.BINDING, AdmissionState.STARTED,
+                           result=turn.result)
         session.inflight.pop(turn.idempotency_key, None)  # after the result is durable: a retry replays it
         if session.document["state"] == SessionState.STARTING:
             session.change_state(SessionState.ACTIVE, stop_reason=None, stop_detail=None, verified=None)
@@ -231,12 +235,12 @@ class Inputs:
     def refused(self, session, turn, error):
         session.inflight.pop(turn.idempotency_key, None)
         if turn.entry_id:
-            self.catalog.update_entry(turn.entry_id, status=QueueStatus.FAILED,
-                                      failure=json.dumps({"code": error.code, "message": error.message}))
+            move_entry(self.catalog, turn.entry_id, QueueStatus.DISPATCHING, QueueStatus.FAILED,
+                       failure=json.dumps({"code": error.code, "message": error.message}))
             session.marker(MarkerKind.PROMPT_DROPPED, f"queued input could not start: {error.code}: {error.message}",
                            None, entry_id=turn.entry_id, code=error.code)
         elif turn.admission_id:
-            self.catalog.delete_admission(turn.admission_id)  # nothing persisted: a retry tries again
+            move_admission(self.catalog, turn.admission_id, AdmissionState.BINDING, AdmissionState.WITHDRAWN)
         if session.document["state"] == SessionState.STARTING:
             session.change_state(SessionState.STOPPED, stop_reason="error",
                                  stop_detail=f"start did not complete: {error.code}",
@@ -249,7 +253,7 @@ class Inputs:
     def next_turn(self, session):
         """The next queued entry as a turn (called with session.lock held), or None."""
         for entry in self.catalog.entries(session.id):
-            self.catalog.update_entry(entry["id"], status=QueueStatus.DISPATCHING)
+            move_entry(self.catalog, entry["id"], QueueStatus.QUEUED, QueueStatus.DISPATCHING)
             return Turn(entry["turn_id"], entry["message"], entry["message_id"], entry["idempotency_key"],
                         entry["runtime"], entry["mode"], entry_id=entry["id"], admission_id=entry["admission_id"])
         return None
@@ -259,14 +263,14 @@ class Inputs:
         entry = self.catalog.entry(session.id, steer["entry_id"])
         if entry is None or entry["status"] != QueueStatus.QUEUED:
             return False  # canceled, or already run as its own turn
-        self.catalog.update_entry(entry["id"], status=QueueStatus.SENT)
+        move_entry(self.catalog, entry["id"], QueueStatus.QUEUED, QueueStatus.SENT)
         session.append_event("user_message", {"text": entry["message"], "message_id": entry["message_id"],
                                               "steer": True, "entry_id": entry["id"]}, turn.id)
         steer["message"] = entry["message"]  # an edit after admission wins
         return True
 
     def steer_failed(self, session, turn, steer, reason):
-        self.catalog.update_entry(steer["entry_id"], status=QueueStatus.FAILED,
-                                  failure=json.dumps({"code": "steer_failed", "message": reason[:300]}))
+        move_entry(self.catalog, steer["entry_id"], QueueStatus.SENT, QueueStatus.FAILED,
+                   failure=json.dumps({"code": "steer_failed", "message": reason[:300]}))
         session.marker(MarkerKind.PROMPT_DROPPED, f"steer could not be delivered: {reason[:300]}", turn.id,
                        message_id=steer["message_id"], entry_id=steer["entry_id"])

@@ -12,7 +12,7 @@ from compozy.errors import CompozyError
 from compozy.session.live import RuntimeEvents
 from compozy.session.recovery import lost_outside_turn
 from compozy.session.snapshots import routes_for
-from compozy.states import MarkerKind, RuntimeStatus, RuntimeTransition
+from compozy.states import MarkerKind, RuntimeStatus, RuntimeTransition, SessionState
 
 log = logging.getLogger("compozy.binding")
 
@@ -72,7 +72,10 @@ class Binder:
                 failure = exc
                 self._route_refused(session, number, target, exc, more=index + 1 < len(routes))
                 continue
-            self._accept(session, runtime, number, transition)
+            if not self._accept(session, runtime, number, transition):
+                self._discard(runtime)  # the stop ladder owns the runtime status from here
+                raise BindFailure(CompozyError("session_stop_in_progress", "the session stopped while its "
+                                               "runtime was binding"), "startup_failure")
             if previous is not None:
                 previous.released = True  # its exit is expected, not a crash
                 self.stop_process(previous)
@@ -109,7 +112,12 @@ class Binder:
         lost_outside_turn(self.services, session, runtime)
 
     def _accept(self, session, runtime, number, transition):
+        """False when a stop already took the session's runtime: nothing may bind after it."""
         with session.lock:
+            operation = session.stop_operation
+            if session.state == SessionState.STOPPED or (operation is not None and operation.binds_refused):
+                session.candidate = None
+                return False
             session.runtime, session.candidate = runtime, None
             session.update_runtime(status=RuntimeStatus.READY, transition="", acp_session_id=runtime.acp_session_id,
                                    effective=runtime.effective, last_known=_identity(runtime.effective),
@@ -118,6 +126,7 @@ class Binder:
                 session.save(failure=None)
         log.info("session %s bound to %s (acp session %s, %s)", session.id, runtime.provider.name,
                  runtime.acp_session_id, transition.value or "bind")
+        return True
 
     def _route_refused(self, session, number, target, failure, more):
         summary = f"route {number or 1} ({target['provider']}): {failure.error.code}: {failure.error.message}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from compozy import serialize
 from compozy.clock import now_iso
 from compozy.session.feed import Feed
-from compozy.states import RuntimeStatus, SessionState, assert_transition
+from compozy.states import RUNTIME, SESSION, RuntimeStatus, SessionState
 
 log = logging.getLogger("compozy.session")
 
@@ -69,15 +69,21 @@ class LiveSession:
         return self.document
 
     def change_state(self, new_state, **changes):
+        """The one way the lifecycle state changes: an edge of the session table."""
         with self.lock:
-            assert_transition(self.document["state"], new_state)
-            return self.save(state=SessionState(new_state).value, **changes)
+            return self.save(state=SESSION.check(self.document["state"], new_state).value, **changes)
+
+    def runtime_with(self, **fields):
+        """The stored runtime with fields changed; a new status must be an edge of the runtime table."""
+        runtime = dict(self.document.get("runtime") or {})
+        if "status" in fields:
+            fields["status"] = RUNTIME.check(runtime.get("status", RuntimeStatus.UNBOUND), fields["status"]).value
+        runtime.update(fields)
+        return runtime
 
     def update_runtime(self, **fields):
         with self.lock:
-            runtime = dict(self.document.get("runtime") or {})
-            runtime.update(fields)
-            return self.save(runtime=runtime)
+            return self.save(runtime=self.runtime_with(**fields))
 
     def append(self, items):
         """Commit events, then publish them; returns the stored records."""

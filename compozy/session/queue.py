@@ -10,7 +10,8 @@ from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
 from compozy.session.admission import check_identity, check_message, fingerprint
 from compozy.session.turns import Turn
-from compozy.states import MarkerKind, QueueStatus
+from compozy.session.control import move_entry
+from compozy.states import AdmissionState, MarkerKind, QueueStatus
 
 
 class QueueControl:
@@ -56,7 +57,8 @@ class QueueControl:
             self.catalog.update_entry(entry_id, message=message, message_id=message_id, idempotency_key=key)
             result = {"entry": serialize.entry_resource(self.catalog.entry(session.id, entry_id)), "replayed": False}
             self.catalog.add_admission(id=new_id("idem"), session_id=session.id, operation="edit", message_id=message_id,
-                                       idempotency_key=key, fingerprint=print_, state="completed", result=result)
+                                       idempotency_key=key, fingerprint=print_,
+                                       state=AdmissionState.COMPLETED.value, result=result)
             session.marker(MarkerKind.PROMPT_EDITED, f"queued input edited: {message[:200]}", None,
                            entry_id=entry_id, message_id=message_id, replaced_message_id=entry["message_id"])
         return result
@@ -81,7 +83,7 @@ class QueueControl:
             if entry["status"] != QueueStatus.QUEUED:
                 raise CompozyError("queue_entry_not_queued", f"entry {entry_id} is {entry['status']}, not queued",
                                    status=entry["status"])
-            self.catalog.update_entry(entry_id, status=QueueStatus.CANCELED)
+            move_entry(self.catalog, entry_id, QueueStatus.QUEUED, QueueStatus.CANCELED)
             turn = Turn(entry["turn_id"], replacement or entry["message"], message_id, key, entry["runtime"], "steer")
             result = self.inputs._steer(session, current, turn, print_)
         return {"prompt": {**result, "promoted_entry_id": entry_id}}
@@ -94,7 +96,7 @@ class QueueControl:
             if entry["status"] != QueueStatus.QUEUED:
                 raise CompozyError("queue_entry_not_queued", f"entry {entry_id} is {entry['status']}, not queued",
                                    status=entry["status"])
-            self.catalog.update_entry(entry_id, status=QueueStatus.CANCELED)
+            move_entry(self.catalog, entry_id, QueueStatus.QUEUED, QueueStatus.CANCELED)
             session.marker(MarkerKind.PROMPT_DROPPED, f"queued input canceled: {entry['message'][:200]}", None,
                            entry_id=entry_id, message_id=entry["message_id"], reason="canceled")
             return {"entry": serialize.entry_resource(self.catalog.entry(session.id, entry_id))}

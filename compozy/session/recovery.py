@@ -24,11 +24,11 @@ class Recovery:
         self.services, self.binder = services, binder
 
     def recover(self, session, turn, worker):
-        """True when a replacement agent took the turn over; False when the turn has ended."""
+        """For a turn already recovering: True when a replacement agent took the turn over; False when
+        the turn has ended."""
         lost = session.runtime
         error = exit_summary(lost)
         self._forget(session, lost)
-        turn.phase = "recovering"
         state = turn.recovery = turn.recovery or {"attempt": 0, "max_attempts": len(DELAYS),
                                                   "started_at": now_iso(), "generation": 0}
         while state["attempt"] < len(DELAYS):
@@ -59,8 +59,11 @@ class Recovery:
         generation = int(session.document["runtime"].get("generation") or 0) + 1
         state.update(generation=generation, last_attempt_at=now_iso(),
                      next_attempt_at=iso_from_epoch(wall() + delay), last_error=error[:500])
-        session.update_runtime(status=RuntimeStatus.RECOVERING, transition=RuntimeTransition.AUTOMATIC_RECOVERY,
-                               generation=generation, recovery=dict(state), process=None)
+        with session.lock:  # a stop that began owns the runtime status: no new attempt after it
+            if session.stop_operation is not None or turn.cancel_reason:
+                return False
+            session.update_runtime(status=RuntimeStatus.RECOVERING, transition=RuntimeTransition.AUTOMATIC_RECOVERY,
+                                   generation=generation, recovery=dict(state), process=None)
         session.append_event("runtime_recovery_started", {"attempt": state["attempt"],
                                                           "max_attempts": state["max_attempts"],
                                                           "delay_seconds": delay, "generation": generation,
@@ -93,9 +96,9 @@ class Recovery:
                              turn.id)
         bundle = write_bundle(self.services.home, session, lost, FailureKind.PROCESS_EXIT.value, error)
         failure = {"kind": FailureKind.PROCESS_EXIT.value, "summary": error[:500], "crash_bundle_path": bundle}
-        runtime = dict(session.document["runtime"], status=RuntimeStatus.UNBOUND.value, transition="",
-                       recovery=None, process=None, effective=None)
         with session.lock:
+            runtime = session.runtime_with(status=RuntimeStatus.UNBOUND, transition="", recovery=None,
+                                           process=None, effective=None)
             # The stopped state is durable before the terminal error is visible: whoever sees the
             # turn end sees a stopped session.
             session.change_state(SessionState.STOPPING)

@@ -8,7 +8,9 @@ import logging
 
 from compozy import proc
 from compozy.errors import CompozyError
-from compozy.states import FailureKind, QueueStatus, RuntimeStatus, SessionState, StopReason
+from compozy.session.control import move_admission, move_entry
+from compozy.states import (RUNTIME, SESSION, AdmissionState, FailureKind, QueueStatus, RuntimeStatus, SessionState,
+                            StopReason)
 
 log = logging.getLogger("compozy.repair")
 
@@ -53,15 +55,16 @@ def classify_stale(store):
         if verdict is None:
             continue
         reason, kind, detail = verdict
-        runtime = dict(document.get("runtime") or {}, status=RuntimeStatus.UNBOUND.value, transition="",
-                       process=None, recovery=None, effective=None)
-        document.update(state=SessionState.STOPPED.value, stop_reason=reason.value, stop_detail=detail,
-                        runtime=runtime, verified=True)
+        stale, runtime = document["state"], dict(document.get("runtime") or {})
+        status = RUNTIME.check(runtime.get("status", RuntimeStatus.UNBOUND), RuntimeStatus.UNBOUND, repair=True)
+        runtime.update(status=status.value, transition="", process=None, recovery=None, effective=None)
+        document.update(state=SESSION.check(stale, SessionState.STOPPED, repair=True).value,
+                        stop_reason=reason.value, stop_detail=detail, runtime=runtime, verified=True)
         if kind is not None:
             document["failure"] = {"kind": kind.value, "summary": detail}
         store.save(document)
-        log.warning("session %s was %s at an unclean exit: stopped (%s, %s)", document["id"],
-                    verdict and document["state"], reason.value, detail)
+        log.warning("session %s was %s at an unclean exit: stopped (%s, %s)", document["id"], stale,
+                    reason.value, detail)
         changed.append(document["id"])
     return changed
 
@@ -69,14 +72,15 @@ def classify_stale(store):
 def settle_control_rows(store):
     """Admissions mid-bind never started; entries mid-dispatch are sent or queued again."""
     catalog = store.catalog
-    for admission in catalog.admissions_in_state("binding"):
-        catalog.delete_admission(admission["id"])
+    for admission in catalog.admissions_in_state(AdmissionState.BINDING):
+        move_admission(catalog, admission["id"], AdmissionState.BINDING, AdmissionState.WITHDRAWN, repair=True)
     for session_id in catalog.sessions_with_entries((QueueStatus.DISPATCHING,)):
         document = store.get(session_id)
         for entry in catalog.entries(session_id, (QueueStatus.DISPATCHING,)):
             sent = document and any(e["type"] == "user_message" for e in
                                     store.events(document).read(turn_id=entry["turn_id"], limit=1))
-            catalog.update_entry(entry["id"], status=QueueStatus.SENT if sent else QueueStatus.QUEUED)
+            move_entry(catalog, entry["id"], QueueStatus.DISPATCHING, QueueStatus.SENT if sent else QueueStatus.QUEUED,
+                       repair=True)
     catalog.orphan_pending_interactions()
 
 

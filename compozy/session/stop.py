@@ -31,6 +31,7 @@ class StopOperation:
     started: float = field(default_factory=monotonic)
     done: threading.Event = field(default_factory=threading.Event)
     outcome: dict | None = None
+    binds_refused: bool = False  # set once the ladder took the runtime it stops: a later bind is refused
 
 
 class Stopper:
@@ -77,9 +78,11 @@ class Stopper:
         turn = session.turn
         if turn is not None and not turn.bound.is_set():
             turn.bound.wait(max(0.0, deadline - monotonic()))  # let in-flight prompt setup finish first
+        with session.lock:
+            operation.binds_refused = True
+            runtime = session.runtime
         if session.turn is not None:
             self.worker.cancel(session, "stopped")
-        runtime = session.runtime
         if runtime is not None and runtime.process.spawn is not None:
             report = self._stop_process(session, runtime, deadline)
         else:
@@ -120,8 +123,8 @@ class Stopper:
         detail = operation.detail or STOP_DETAILS.get(cause)
         with session.lock:
             session.runtime = None
-            runtime = dict(session.document["runtime"], status=RuntimeStatus.UNBOUND.value, transition="",
-                           process=None, recovery=None, effective=None)
+            runtime = session.runtime_with(status=RuntimeStatus.UNBOUND, transition="", process=None,
+                                           recovery=None, effective=None)
             if cause == StopCause.INACTIVITY:
                 session.append_event("session.supervision_stopped", {"cause": cause.value, "verified": True})
             session.append_event("session_stopped", {"stop_reason": reason.value, "stop_detail": detail,

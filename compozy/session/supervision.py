@@ -28,7 +28,7 @@ def supervision_view(session):
     signals = []
     if turn is not None:
         quiet = monotonic() - turn.last_progress
-        if quiet < max(config["session.supervision.quiet_after"], SWEEP_SECONDS * 4) or turn.phase != "prompting":
+        if quiet < max(config["session.supervision.quiet_after"], SWEEP_SECONDS * 4) or not turn.prompting:
             signals.append({"kind": "agent_progress", "turn_id": turn.id,
                             "last_progress_at": iso_from_epoch(wall() - quiet)})
         for tool_id in sorted(t for t in turn.open_tools if t):
@@ -95,12 +95,12 @@ class Supervisor:
             turn.wake.set()
         self._watchdog(session, turn, now, config)
         budget = config["session.supervision.prompt_deadline"]
-        if budget and now - turn.started_at >= budget and not turn.deadline_hit and turn.phase == "prompting":
+        if budget and now - turn.started_at >= budget and not turn.deadline_hit and turn.prompting:
             turn.deadline_hit = True
             session.marker(MarkerKind.PROMPT_TIMEOUT, f"prompt budget of {budget:g}s used up", turn.id)
             self.worker.cancel(session, "prompt_deadline")
         interval = config["session.supervision.progress_notify_interval"]
-        if interval and now - turn.last_progress_event >= interval and turn.phase == "prompting":
+        if interval and now - turn.last_progress_event >= interval and turn.prompting:
             turn.last_progress_event = now
             session.append_event("runtime_progress", {
                 "text": f"working for {now - turn.started_at:.0f}s",

@@ -11,7 +11,7 @@ import threading
 from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
 from compozy.clock import monotonic
 from compozy.session.replay import replay_prompt
-from compozy.states import MarkerKind, RuntimeStatus, SessionState
+from compozy.states import TURN, MarkerKind, RuntimeStatus, SessionState, TurnPhase
 
 log = logging.getLogger("compozy.turns")
 
@@ -26,7 +26,7 @@ class Turn:
         self.id, self.message, self.message_id = turn_id, message, message_id
         self.idempotency_key, self.snapshot, self.mode = idempotency_key, snapshot or {}, mode
         self.entry_id, self.admission_id, self.expected_turn_id = entry_id, admission_id, expected_turn_id
-        self.phase = "binding"
+        self.phase = TurnPhase.BINDING
         self.bound = threading.Event()
         self.bind_error = None
         self.wake = threading.Event()
@@ -46,14 +46,22 @@ class Turn:
         self.recovery_due = None
         self.recovery_ready = False
 
+    def change_phase(self, new):
+        """The one way a turn's phase changes: an edge of the turn table."""
+        self.phase = TURN.check(self.phase, new)
+
     @property
     def accepts_output(self):
-        return self.phase in ("prompting", "cancelling", "recovering")
+        return self.phase in (TurnPhase.PROMPTING, TurnPhase.CANCELLING, TurnPhase.RECOVERING)
+
+    @property
+    def prompting(self):
+        return self.phase == TurnPhase.PROMPTING
 
     @property
     def waiting_on_agent(self):
         """Silence accrues only while the agent owes us work (not while we owe it an answer)."""
-        return self.phase == "prompting" and self.pending_permissions == 0
+        return self.prompting and self.pending_permissions == 0
 
     def progress(self):
         self.last_progress = monotonic()
@@ -86,11 +94,12 @@ class Worker:
         turn = session.turn
         if turn is None:
             return None
-        turn.request_cancel(reason, self.services.config["session.stop.cooperative_grace"])
-        runtime = session.runtime
-        if turn.phase == "prompting" and runtime is not None and runtime.alive:
-            turn.phase = "cancelling"
-            runtime.cancel()
+        with session.lock:  # against a turn whose agent just died turning to recovery
+            turn.request_cancel(reason, self.services.config["session.stop.cooperative_grace"])
+            runtime = session.runtime
+            if turn.prompting and runtime is not None and runtime.alive:
+                turn.change_phase(TurnPhase.CANCELLING)
+                runtime.cancel()
         self.requests.cancel_all(session, turn.id)
         return turn
 
@@ -103,7 +112,7 @@ class Worker:
                 log.exception("session %s: turn %s failed unexpectedly", session.id, turn.id)
                 self._crash_safe_end(session, turn)
             finally:
-                turn.phase = "done"
+                turn.change_phase(TurnPhase.DONE)
                 turn.bound.set()
                 turn.ended.set()
             with session.lock:
@@ -153,11 +162,11 @@ class Worker:
         self._await_answer(session, turn)
 
     def send_prompt(self, session, turn, runtime, text):
-        turn.phase = "prompting"
+        turn.change_phase(TurnPhase.PROMPTING)
         turn.progress()
         turn.pending = runtime.prompt(text, turn.wake)
         if turn.cancel_reason:  # a cancel that arrived while the prompt was being sent
-            turn.phase = "cancelling"
+            turn.change_phase(TurnPhase.CANCELLING)
             runtime.cancel()
 
     def _await_answer(self, session, turn):
@@ -187,7 +196,11 @@ class Worker:
 
     def _agent_lost(self, session, turn):
         """The agent died mid-turn: True when recovery re-sent the prompt, False when the turn ended."""
-        if session.stop_operation or turn.cancel_reason:
+        with session.lock:  # a cancel arriving from now on finds the turn recovering, and recovery sees it
+            cancelled = bool(session.stop_operation or turn.cancel_reason)
+            if not cancelled:
+                turn.change_phase(TurnPhase.RECOVERING)
+        if cancelled:
             self._drop_runtime(session)
             self.finish(session, turn, "done", {"stop_reason": "cancelled"})
             return False
@@ -213,7 +226,7 @@ class Worker:
     def _deliver_injections(self, session, turn):
         """Steers wait as durable queue entries; one the turn never takes runs next as its own turn."""
         runtime = session.runtime
-        while turn.injections and runtime is not None and runtime.alive and turn.phase == "prompting":
+        while turn.injections and runtime is not None and runtime.alive and turn.prompting:
             steer = turn.injections.pop(0)
             with session.lock:
                 if not self.inputs.claim_steer(session, turn, steer):
@@ -233,7 +246,7 @@ class Worker:
         if turn.finished:
             return
         turn.finished = True
-        turn.phase = "done"
+        turn.change_phase(TurnPhase.DONE)
         self.requests.cancel_all(session, turn.id)
         with session.lock:
             session.append_event(kind, content, turn.id)

@@ -297,17 +297,24 @@ class Catalog:
             db.execute_sql(f"INSERT INTO admissions ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
                            [fields[c] for c in names])
 
-    def update_admission(self, admission_id, **fields):
+    def update_admission(self, admission_id, expected_state=None, **fields):
+        """Rows changed (0 when the admission is gone or not in expected_state)."""
         if isinstance(fields.get("result"), dict):
             fields["result"] = json.dumps(fields["result"])
         A = self.Admission
+        where = A.id == admission_id
+        if expected_state is not None:
+            where &= A.state == expected_state
         with self.guard.write():
-            A.update(updated_at=now_iso(), **fields).where(A.id == admission_id).execute()
+            return A.update(updated_at=now_iso(), **fields).where(where).execute()
 
-    def delete_admission(self, admission_id):
+    def delete_admission(self, admission_id, expected_state=None):
         A = self.Admission
+        where = A.id == admission_id
+        if expected_state is not None:
+            where &= A.state == expected_state
         with self.guard.write():
-            A.delete().where(A.id == admission_id).execute()
+            return A.delete().where(where).execute()
 
     def admissions_in_state(self, state):
         A = self.Admission
@@ -344,12 +351,16 @@ class Catalog:
         with self.guard.read():
             return Q.select().where((Q.session_id == session_id) & (Q.status.in_(list(statuses)))).count()
 
-    def update_entry(self, entry_id, **fields):
+    def update_entry(self, entry_id, expected_status=None, **fields):
+        """Rows changed (0 when the entry is gone or not in expected_status)."""
         Q = self.QueueEntry
         if "runtime" in fields:
             fields["runtime"] = json.dumps(fields["runtime"] or {})
+        where = Q.id == entry_id
+        if expected_status is not None:
+            where &= Q.status == expected_status
         with self.guard.write():
-            return Q.update(updated_at=now_iso(), **fields).where(Q.id == entry_id).execute()
+            return Q.update(updated_at=now_iso(), **fields).where(where).execute()
 
     def sessions_with_entries(self, statuses):
         Q = self.QueueEntry

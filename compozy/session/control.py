@@ -1,0 +1,23 @@
+"""The catalog's control rows change state only along their tables: queue entries and admissions.
+
+Layer 4. Each change is an edge of the QUEUE or ADMISSION table (compozy.states) and a
+compare-and-set on the row, so a row that is no longer where its caller believes is never moved.
+"""
+
+from compozy.states import ADMISSION, QUEUE, AdmissionState
+
+
+def move_entry(catalog, entry_id, old, new, repair=False, **fields):
+    new = QUEUE.check(old, new, repair)
+    if not catalog.update_entry(entry_id, expected_status=old, status=new.value, **fields):
+        raise AssertionError(f"queue entry {entry_id} is no longer {old}")
+
+
+def move_admission(catalog, admission_id, old, new, repair=False, **fields):
+    new = ADMISSION.check(old, new, repair)
+    if new == AdmissionState.WITHDRAWN:  # nothing of it persists: a retry runs again
+        changed = catalog.delete_admission(admission_id, expected_state=old)
+    else:
+        changed = catalog.update_admission(admission_id, expected_state=old, state=new.value, **fields)
+    if not changed:
+        raise AssertionError(f"admission {admission_id} is no longer {old}")

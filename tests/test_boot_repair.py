@@ -1,0 +1,96 @@
+"""Boot repair after an unclean exit, state by state: each live lifecycle state and runtime status a
+crash can leave in meta.json, and each control row caught mid-flight, takes its named repair edge.
+
+A scenario can kill the daemon only between steps, never mid-bind or mid-dispatch; these tests write
+those states into real session directories and a real catalog, then boot a real manager on them.
+"""
+
+import json
+
+import pytest
+
+from compozy.config import from_document
+from compozy.ids import new_id
+from compozy.manager import SessionManager
+from compozy.paths import Home
+from compozy.store.catalog import Catalog
+from compozy.store.eventlog import EventLog
+
+
+def _manager(home):
+    return SessionManager(Home(home), from_document({})).start()
+
+
+def _session(home, workspace):
+    manager = _manager(home)
+    try:
+        return manager.create_session({"workspace_path": str(workspace)})["session"]
+    finally:
+        manager.shutdown()
+
+
+def _crash_into(home, session_id, state, status):
+    """meta.json as a daemon killed at that moment leaves it (bound to an ACP session)."""
+    path = home / "sessions" / session_id / "meta.json"
+    document = json.loads(path.read_text())
+    document["state"] = state
+    document["runtime"].update(status=status, acp_session_id="ref_0123", transition="")
+    path.write_text(json.dumps(document))
+
+
+def _read(home, session_id):
+    manager = _manager(home)
+    try:
+        return manager.get_session(session_id)["session"]
+    finally:
+        manager.shutdown()
+
+
+@pytest.mark.parametrize("state, status, stop_reason", [
+    ("starting", "binding", "error"),
+    ("stopping", "ready", "agent_crashed"),
+    ("active", "binding", "agent_crashed"),
+    ("active", "ready", "agent_crashed"),
+    ("active", "reconfiguring", "agent_crashed"),
+    ("active", "recovering", "agent_crashed"),
+])
+def test_boot_stops_every_live_state_and_unbinds_every_runtime(home, workspace, state, status, stop_reason):
+    session = _session(home, workspace)
+    _crash_into(home, session["id"], state, status)
+    read = _read(home, session["id"])
+    assert (read["state"], read["stop_reason"], read["runtime"]["status"]) == ("stopped", stop_reason, "unbound")
+    assert read["runtime"]["acp_session_id"] == "ref_0123"  # kept: the next prompt loads it
+
+
+def _catalog_rows(home, session, sent):
+    """A queue entry caught mid-dispatch and a prompt admission caught mid-bind."""
+    catalog = Catalog(home / "compozy.db")
+    turn_id, entry_id, admission_id = new_id("turn"), new_id("queue"), new_id("idem")
+    try:
+        catalog.add_entry(id=entry_id, session_id=session["id"], priority=1, status="dispatching", mode="queue",
+                          message="queued", message_id=new_id("msg"), idempotency_key=new_id("idem"),
+                          runtime={}, turn_id=turn_id, admission_id=None)
+        catalog.add_admission(id=admission_id, session_id=session["id"], operation="prompt",
+                              message_id=new_id("msg"), idempotency_key=new_id("idem"), fingerprint="sha256:x",
+                              state="binding", result=None)
+    finally:
+        catalog.close()
+    if sent:
+        log = EventLog(home / "sessions" / session["id"] / "events.db", session["id"], session["workspace_id"])
+        log.append_one("user_message", turn_id, {"text": "queued"})
+        log.close()
+    return entry_id, admission_id
+
+
+@pytest.mark.parametrize("sent, status", [(True, "sent"), (False, "queued")])
+def test_boot_settles_an_entry_caught_mid_dispatch_and_withdraws_a_binding_admission(home, workspace, sent,
+                                                                                      status):
+    session = _session(home, workspace)
+    entry_id, admission_id = _catalog_rows(home, session, sent)
+    _manager(home).shutdown()
+    catalog = Catalog(home / "compozy.db")
+    try:
+        assert catalog.entry(session["id"], entry_id)["status"] == status
+        assert catalog.admissions_in_state("binding") == []
+    finally:
+        catalog.close()
