@@ -26,3 +26,17 @@ def wall():
 
 def monotonic():
     return time.monotonic()
+
+
+class Clock:
+    """Time as the daemon's timers read it: the stop ladder, recovery backoff and supervision take
+    one of these (unit tests give them a fake they advance by hand)."""
+
+    def monotonic(self):
+        return time.monotonic()
+
+    def wall(self):
+        return time.time()
+
+
+SYSTEM = Clock()

@@ -10,23 +10,22 @@ import threading
 
 from compozy import __version__, serialize
 from compozy import validate as v
+from compozy.clock import SYSTEM
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
+from compozy.proc import LINUX
 from compozy.session import lifecycle, reads, repair
-from compozy.session.admission import Inputs
 from compozy.session.binding import Binder
 from compozy.session.boot import Reconciler
 from compozy.session.creation import create_session
+from compozy.session.engine import TurnEngine
 from compozy.session.feed import Feed
 from compozy.session.live import LiveSession, Services
 from compozy.session.permissions import AgentRequests
-from compozy.session.queue import QueueControl
 from compozy.session.records import SessionStore
-from compozy.session.recovery import Recovery
 from compozy.session.selection import clear_selection, set_selection
 from compozy.session.stop import Stopper
 from compozy.session.supervision import Supervisor
-from compozy.session.turns import Worker
 from compozy.session.workspaces import Workspaces
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
@@ -39,24 +38,21 @@ ATTENTION_LIMIT = 100
 
 
 class SessionManager:
-    def __init__(self, home, config):
+    def __init__(self, home, config, clock=SYSTEM, processes=LINUX):
+        """clock and processes are the time and the process table the timers and the stop ladder read."""
         self.home, self.config = home.ensure(), config
         self.catalog = Catalog(home.catalog_file)
         self.store = SessionStore(home, self.catalog, EventLogPool(home))
         self.workspaces = Workspaces(self.catalog, home.root)
         self.live = {}
         self._live_lock = threading.Lock()
-        self.services = Services(home, config, self.catalog, self.store, Feed(),
+        self.services = Services(home, config, self.catalog, self.store, Feed(), clock, processes,
                                  live_sessions=lambda: list(self.live.values()))
         self.requests = AgentRequests(self.services)
         self.binder = Binder(self.services, self.requests)
-        self.inputs = Inputs(self.services, None)
-        self.recovery = Recovery(self.services, self.binder)
-        self.worker = self.inputs.worker = Worker(self.services, self.binder, self.requests, self.recovery,
-                                                  self.inputs)
-        self.queue = QueueControl(self.services, self.inputs, self.worker)
-        self.stopper = Stopper(self.services, self.worker)
-        self.supervisor = Supervisor(self.services, self.worker, self.stopper, self.binder, self.requests,
+        self.engine = TurnEngine(self.services, self.binder, self.requests)
+        self.stopper = Stopper(self.services, self.engine)
+        self.supervisor = Supervisor(self.services, self.engine, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
 
     # -- daemon lifecycle ---------------------------------------------------------------
@@ -64,7 +60,7 @@ class SessionManager:
     def start(self):
         """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
-        repair.kill_orphans(self.home)
+        repair.kill_orphans(self.home, self.services.processes)
         repair.classify_stale(self.store)
         repair.settle_control_rows(self.store)
         repair.repair_at_boot(self.store)
@@ -192,14 +188,14 @@ class SessionManager:
 
     def prompt(self, session_id, workspace, body):
         """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""
-        document = self.inputs.prompt(self._session(session_id, workspace), body)
+        document = self.engine.prompt(self._session(session_id, workspace), body)
         return serialize.Answer(document["prompt"]["disposition"], document)
 
     def prompt_stream(self, session_id, workspace, body):
         """The admission, then every committed event of its turn until the turn ends."""
         session = self._session(session_id, workspace)
         cursor = session.log.last_sequence()
-        admission = self.inputs.prompt(session, body)["prompt"]
+        admission = self.engine.prompt(session, body)["prompt"]
         turn_id = admission["turn_id"]
 
         def events():
@@ -216,23 +212,23 @@ class SessionManager:
 
     def cancel_turn(self, session_id, workspace, body=None):
         """Stop the current turn without a replacement (the session stays active)."""
-        return self.queue.cancel_turn(self._session(session_id, workspace), body)
+        return self.engine.cancel_turn(self._session(session_id, workspace), body)
 
     def list_inputs(self, session_id, workspace):
         """The daemon-owned input queue, in run order."""
-        return self.queue.list(self._session(session_id, workspace))
+        return self.engine.list_inputs(self._session(session_id, workspace))
 
     def edit_input(self, session_id, workspace, entry, body):
         """Replace a queued entry's text (new message_id and idempotency_key unless retried)."""
-        return self.queue.edit(self._session(session_id, workspace), entry, body)
+        return self.engine.edit_input(self._session(session_id, workspace), entry, body)
 
     def steer_input(self, session_id, workspace, entry, body):
         """Promote a queued entry to steer the current turn (fenced by expected_turn_id)."""
-        return self.queue.steer(self._session(session_id, workspace), entry, body)
+        return self.engine.steer_input(self._session(session_id, workspace), entry, body)
 
     def cancel_input(self, session_id, workspace, entry):
         """Remove a queued entry before it runs."""
-        return self.queue.cancel(self._session(session_id, workspace), entry)
+        return self.engine.cancel_input(self._session(session_id, workspace), entry)
 
     def set_runtime(self, session_id, workspace, body):
         """Persist next-prompt runtime intent (PUT with the complete runtime and expected_revision)."""

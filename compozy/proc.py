@@ -292,41 +292,78 @@ def exit_status_from_returncode(returncode: int | None) -> tuple[int | None, int
     return returncode, None
 
 
+class ProcessTable:
+    """This machine's processes as the stop ladder sees them: who belongs to an agent, who is still
+    alive, signals, and waiting for exits, on one monotonic clock. LINUX reads /proc and signals
+    through pidfds; unit tests of the ladder substitute a table of their own with the same methods."""
+
+    def __init__(self, clock=time.monotonic):
+        self.monotonic = clock
+
+    def related(self, leader: ProcessIdentity, marker: str | None) -> list[ProcessIdentity]:
+        return find_related(leader, marker)
+
+    def marked(self, marker: str) -> list[ProcessIdentity]:
+        return find_marked(marker)
+
+    def alive(self, identity: ProcessIdentity) -> bool:
+        return is_alive(identity)
+
+    def group_of(self, pid: int) -> int | None:
+        stat = read_stat(pid)
+        return stat.pgrp if stat is not None else None
+
+    def own_group(self) -> int:
+        return os.getpgrp()
+
+    def signal(self, identity: ProcessIdentity, sig: int) -> bool:
+        return send_signal(identity, sig)
+
+    def signal_group(self, pgid: int, sig: int) -> bool:
+        return signal_group(pgid, sig)
+
+    def wait_gone(self, identities, deadline: float, popen=None, reaped: dict | None = None):
+        return wait_gone(identities, deadline, popen=popen, reaped=reaped, clock=self.monotonic)
+
+
+LINUX = ProcessTable()
+
+
 class _Ladder:
     """State shared by the kill_tree steps: what was signalled, when, and who is still there."""
 
-    def __init__(self, leader, popen, clock):
-        self.leader, self.popen, self.clock = leader, popen, clock
+    def __init__(self, leader, popen, processes):
+        self.leader, self.popen, self.processes = leader, popen, processes
         self.report = KillReport()
         self.reaped: dict[int, tuple[int | None, int | None]] = {}
 
     def log(self, target: str, sig: int, delivered: bool) -> None:
         if delivered:
-            self.report.signals.append((target, signal.Signals(sig).name, self.clock()))
+            self.report.signals.append((target, signal.Signals(sig).name, self.processes.monotonic()))
             self.report.escalated = True
 
     def group_is_ours(self, members) -> bool:
         # Only a live leader or live member still in the group proves the pgid was not reused.
-        if self.leader.pgid in (0, 1, os.getpgrp()):
+        if self.leader.pgid in (0, 1, self.processes.own_group()):
             return False
-        return is_alive(self.leader) or any(self._in_group(m) and is_alive(m) for m in members)
+        alive = self.processes.alive
+        return alive(self.leader) or any(self._in_group(m) and alive(m) for m in members)
 
     def _in_group(self, member: ProcessIdentity) -> bool:
-        stat = read_stat(member.pid)
-        return stat is not None and stat.pgrp == self.leader.pgid
+        return self.processes.group_of(member.pid) == self.leader.pgid
 
     def signal_all(self, members, sigs) -> None:
         use_group = self.group_is_ours(members)
         for sig in sigs:
             if use_group:
-                self.log(f"pgid {self.leader.pgid}", sig, signal_group(self.leader.pgid, sig))
+                self.log(f"pgid {self.leader.pgid}", sig, self.processes.signal_group(self.leader.pgid, sig))
             for m in [self.leader, *members]:
                 if not (use_group and self._in_group(m)):
-                    self.log(f"pid {m.pid}", sig, send_signal(m, sig))
+                    self.log(f"pid {m.pid}", sig, self.processes.signal(m, sig))
 
     def wait(self, identities, grace: float) -> list[ProcessIdentity]:
-        return wait_gone(identities, self.clock() + grace, popen=self.popen,
-                         reaped=self.reaped, clock=self.clock)
+        return self.processes.wait_gone(identities, self.processes.monotonic() + grace, popen=self.popen,
+                                        reaped=self.reaped)
 
     def finish(self, phase: str, survivors) -> KillReport:
         report = self.report
@@ -341,23 +378,25 @@ class _Ladder:
 
 
 def kill_tree(leader: ProcessIdentity, marker: str | None, term_grace: float, kill_grace: float,
-              popen=None, clock=time.monotonic) -> KillReport:
-    ladder = _Ladder(leader, popen, clock)
-    members = find_related(leader, marker)
+              popen=None, processes: ProcessTable = LINUX) -> KillReport:
+    """The signal part of the stop ladder: SIGTERM+SIGCONT to the tree, term_grace, then SIGKILL
+    to whatever is left or was forked meanwhile, kill_grace; verified only when nothing survives."""
+    ladder = _Ladder(leader, popen, processes)
+    members = processes.related(leader, marker)
     if not ladder.wait([leader, *members], 0):
         return ladder.finish("already_exited", [])
     ladder.signal_all(members, (signal.SIGTERM, signal.SIGCONT))
     pending = ladder.wait([leader, *members], term_grace)
-    phase, deadline = "term", clock() + kill_grace
+    phase, deadline = "term", processes.monotonic() + kill_grace
     seen = {leader, *members}
     while True:
         # Rescan each round: members may have forked or escaped while being signalled.
-        fresh = [m for m in find_related(leader, marker) if m not in seen]
+        fresh = [m for m in processes.related(leader, marker) if m not in seen]
         if not fresh and not pending:
             return ladder.finish(phase, [])
         seen.update(fresh)
         phase, targets = "kill", [*pending, *fresh]
         ladder.signal_all([t for t in targets if t != leader], (signal.SIGKILL,))
-        pending = ladder.wait(targets, max(0.0, deadline - clock()))
-        if pending or clock() >= deadline:
+        pending = ladder.wait(targets, max(0.0, deadline - processes.monotonic()))
+        if pending or processes.monotonic() >= deadline:
             return ladder.finish(phase, pending)

@@ -325,13 +325,23 @@ def test_stubborn_stop_leaves_no_grandchild_alive(home, workspace, started):
 # from another thread while the prompt request is still waiting.
 
 
-def test_stop_while_restoring_waits_for_the_bind_then_stops(home, workspace, started):
-    slow = ["sh", "-c", f"sleep 2; exec {shlex.quote(sys.executable)} -m compozy.agents.reference"]
-    daemon = started(f"[providers.slow]\ncommand = {json.dumps(slow)}\n\n[agents.general]\nprovider = \"slow\"\n")
+def _slow_provider(seconds):
+    """A provider `slow` whose agent starts only after `seconds`."""
+    slow = ["sh", "-c", f"sleep {seconds}; exec {shlex.quote(sys.executable)} -m compozy.agents.reference"]
+    return f"[providers.slow]\ncommand = {json.dumps(slow)}\n"
+
+
+def _after_one_turn(home, workspace, daemon):
     client = _client(daemon)
     session = _create(client, workspace)
     first = _prompt(client, session, "one")
     _wait_event(home, session["id"], "done", where=lambda r: r["turn_id"] == first)
+    return client, session
+
+
+def test_stop_while_restoring_waits_for_the_bind_then_stops(home, workspace, started):
+    daemon = started(_slow_provider(2) + "\n[agents.general]\nprovider = \"slow\"\n")
+    client, session = _after_one_turn(home, workspace, daemon)
     _, outcome = client.call("POST", _scoped(session, "stop"), {"wait": True})
     assert outcome["state"] == "stopped" and outcome["verified"] is True
 
@@ -359,12 +369,8 @@ def test_stop_while_restoring_waits_for_the_bind_then_stops(home, workspace, sta
 def test_stop_during_a_provider_replacement_refuses_the_late_bind(home, workspace, started):
     """The ladder stops the serving agent while its replacement is still starting: when that
     replacement comes up, it is refused and stopped, never bound to a stopped session."""
-    slow = ["sh", "-c", f"sleep 3; exec {shlex.quote(sys.executable)} -m compozy.agents.reference"]
-    daemon = started(f'[session.stop]\ncooperative_grace = "500ms"\n\n[providers.slow]\ncommand = {json.dumps(slow)}\n')
-    client = _client(daemon)
-    session = _create(client, workspace)
-    first = _prompt(client, session, "one")
-    _wait_event(home, session["id"], "done", where=lambda r: r["turn_id"] == first)
+    daemon = started('[session.stop]\ncooperative_grace = "500ms"\n\n' + _slow_provider(3))
+    client, session = _after_one_turn(home, workspace, daemon)
 
     answers = []
     replace = threading.Thread(target=lambda: answers.append(_attempt(client, session, "two", provider="slow")))

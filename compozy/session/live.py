@@ -19,13 +19,16 @@ log = logging.getLogger("compozy.session")
 
 @dataclass
 class Services:
-    """What every session shares: configuration, stores, feeds, and the daemon's hooks."""
+    """What every session shares: configuration, stores, feeds, the clock and the process table the
+    timers and the stop ladder read, and the registry of live sessions."""
 
     home: object
     config: object
     catalog: object
     store: object
     catalog_feed: object
+    clock: object
+    processes: object
     live_sessions: object = None
     accepting: bool = True
 
@@ -49,6 +52,7 @@ class LiveSession:
         self.activity = {"last_activity_at": (document.get("activity") or {}).get("last_activity_at"),
                          "last_activity_kind": None}
         self.idle_since = None
+        self.releasing = False  # an idle release is stopping the agent
 
     @property
     def agent(self):

@@ -8,9 +8,8 @@ does the file I/O and answers each one through the reply it hands in here.
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from compozy.clock import monotonic
 from compozy.ids import new_id
 from compozy.session.workspaces import protected_homes, unsafe_reason
 from compozy.states import PermissionDecision, PermissionMode
@@ -26,7 +25,7 @@ class PendingRequest:
     reply: object  # answer(decision) answers the agent (compozy.acp.requests)
     turn_id: str | None
     kind: str  # "permission" or "fs_write"
-    created: float = field(default_factory=monotonic)
+    created: float  # on the services' monotonic clock
 
 
 def inside(root, path):
@@ -67,7 +66,7 @@ class AgentRequests:
                    "resource": ask.paths[0] if ask.paths else None, "options": ask.option_ids}
         decision = self._decide(ask.kind, escaping)
         turn_id = session.current_turn_id()
-        pending = PendingRequest(new_id("perm"), reply, turn_id, "permission")
+        pending = PendingRequest(new_id("perm"), reply, turn_id, "permission", self.services.clock.monotonic())
         if decision is None:
             self._hold(session, pending, details)
             return
@@ -80,7 +79,8 @@ class AgentRequests:
         """A file write inside the workspace: done at once under approve-all, else held for a person."""
         if self.mode() == PermissionMode.APPROVE_ALL:
             return reply.answer(PermissionDecision.ALLOW_ONCE.value)
-        pending = PendingRequest(new_id("perm"), reply, session.current_turn_id(), "fs_write")
+        pending = PendingRequest(new_id("perm"), reply, session.current_turn_id(), "fs_write",
+                                 self.services.clock.monotonic())
         self._hold(session, pending, {"tool_call_id": None, "title": f"Write {path}",
                                       "action": "edit", "resource": path, "options": []})
 
@@ -127,7 +127,7 @@ class AgentRequests:
             if turn_id is None or pending.turn_id == turn_id:
                 self.decide(session, request_id, "cancelled", "cancelled")
 
-    def expire(self, session, timeout):
+    def expire(self, session, timeout, now):
         for request_id, pending in list(session.permissions.items()):
-            if monotonic() - pending.created >= timeout:
+            if now - pending.created >= timeout:
                 self.decide(session, request_id, PermissionDecision.REJECT_ONCE.value, "timeout")

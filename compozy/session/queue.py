@@ -1,38 +1,55 @@
-"""The daemon-owned input queue: list, edit, steer and cancel entries; cancel the current turn.
+"""The daemon-owned input of a session, in the catalog: prompt admissions and the input queue.
 
-Layer 4. Edit and steer author a new message_id and idempotency_key unless both originals are
-given to retry the exact same mutation. Every transition leaves a transcript marker.
+Layer 4. Every row changes along its table (session.control) and each change of the queue leaves
+a transcript marker. Edit authors a new message_id and idempotency_key unless both originals are
+given to retry the exact same mutation. Nothing here runs a turn: admission writes through this
+queue, and the runner takes entries from it and reports how they went.
 """
+
+import json
 
 from compozy import serialize
 from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
-from compozy.session.admission import check_identity, check_message, fingerprint
+from compozy.session.control import move_admission, move_entry
+from compozy.session.messages import check_identity, check_message, fingerprint
+from compozy.session.snapshots import layer
 from compozy.session.turns import Turn
-from compozy.session.control import move_entry
-from compozy.states import AdmissionState, MarkerKind, QueueStatus
+from compozy.states import AdmissionState, Disposition, MarkerKind, QueueStatus
+
+MARKER_OF = {Disposition.QUEUED: MarkerKind.PROMPT_QUEUED, Disposition.INTERRUPTED: MarkerKind.PROMPT_INTERRUPTED,
+             Disposition.STEERED: MarkerKind.PROMPT_STEERED}
 
 
-class QueueControl:
-    def __init__(self, services, inputs, worker):
-        self.services, self.inputs, self.worker = services, inputs, worker
+
+class InputQueue:
+    def __init__(self, services):
+        self.services = services
 
     @property
     def catalog(self):
         return self.services.catalog
 
+    # -- operations on entries ---------------------------------------------------------------
+
     def list(self, session):
         return {"entries": [serialize.entry_resource(e) for e in self.catalog.entries(session.id)]}
 
-    def _entry(self, session, entry_id):
+    def entry(self, session, entry_id):
         validate_id(entry_id, "queue", field="entry", not_found="queue_entry_not_found")
         entry = self.catalog.entry(session.id, entry_id)
         if entry is None:
             raise CompozyError("queue_entry_not_found", f"no queue entry {entry_id} in this session")
         return entry
 
-    def _receipt(self, session, key, print_):
+    @staticmethod
+    def require_queued(entry):
+        if entry["status"] != QueueStatus.QUEUED:
+            raise CompozyError("queue_entry_not_queued", f"entry {entry['id']} is {entry['status']}, not queued",
+                               status=entry["status"])
+
+    def receipt(self, session, key, print_):
         """A recorded mutation with this key: replayed when identical, a conflict otherwise."""
         existing = self.catalog.admission(session.id, key)
         if existing is None:
@@ -47,66 +64,128 @@ class QueueControl:
         message_id, key = check_identity(body)
         print_ = fingerprint("edit", entry=entry_id, message=message, message_id=message_id)
         with session.lock:
-            entry = self._entry(session, entry_id)
-            replay = self._receipt(session, key, print_)
+            entry = self.entry(session, entry_id)
+            replay = self.receipt(session, key, print_)
             if replay is not None:
                 return replay
-            if entry["status"] != QueueStatus.QUEUED:
-                raise CompozyError("queue_entry_not_queued", f"entry {entry_id} is {entry['status']}, not queued",
-                                   status=entry["status"])
+            self.require_queued(entry)
             self.catalog.update_entry(entry_id, message=message, message_id=message_id, idempotency_key=key)
             result = {"entry": serialize.entry_resource(self.catalog.entry(session.id, entry_id)), "replayed": False}
-            self.catalog.add_admission(id=new_id("idem"), session_id=session.id, operation="edit", message_id=message_id,
-                                       idempotency_key=key, fingerprint=print_,
+            self.catalog.add_admission(id=new_id("idem"), session_id=session.id, operation="edit",
+                                       message_id=message_id, idempotency_key=key, fingerprint=print_,
                                        state=AdmissionState.COMPLETED.value, result=result)
             session.marker(MarkerKind.PROMPT_EDITED, f"queued input edited: {message[:200]}", None,
                            entry_id=entry_id, message_id=message_id, replaced_message_id=entry["message_id"])
         return result
 
-    def steer(self, session, entry_id, body):
-        """Take a queued entry out of the queue and steer the current turn with its text."""
-        body = v.check_body(body, v.STEER_FIELDS)
-        validate_id(body["expected_turn_id"], "turn", field="expected_turn_id")
-        replacement = check_message(body["message"]) if "message" in body else None
-        message_id, key = check_identity(body)
-        print_ = fingerprint("steer", entry=entry_id, expected_turn_id=body["expected_turn_id"], message_id=message_id,
-                             message=replacement)
-        with session.lock:
-            entry = self._entry(session, entry_id)
-            replay = self._receipt(session, key, print_)
-            if replay is not None:
-                return {"prompt": replay}
-            current = session.turn
-            if current is None:
-                raise CompozyError("prompt_not_in_progress", "no turn is running to steer")
-            self.inputs._check_fence(current, body["expected_turn_id"])
-            if entry["status"] != QueueStatus.QUEUED:
-                raise CompozyError("queue_entry_not_queued", f"entry {entry_id} is {entry['status']}, not queued",
-                                   status=entry["status"])
-            move_entry(self.catalog, entry_id, QueueStatus.QUEUED, QueueStatus.CANCELED)
-            turn = Turn(entry["turn_id"], replacement or entry["message"], message_id, key, entry["runtime"], "steer")
-            result = self.inputs._steer(session, current, turn, print_)
-        return {"prompt": {**result, "promoted_entry_id": entry_id}}
-
     def cancel(self, session, entry_id):
         with session.lock:
-            entry = self._entry(session, entry_id)
+            entry = self.entry(session, entry_id)
             if entry["status"] == QueueStatus.CANCELED:
                 return {"entry": serialize.entry_resource(entry)}
-            if entry["status"] != QueueStatus.QUEUED:
-                raise CompozyError("queue_entry_not_queued", f"entry {entry_id} is {entry['status']}, not queued",
-                                   status=entry["status"])
+            self.require_queued(entry)
             move_entry(self.catalog, entry_id, QueueStatus.QUEUED, QueueStatus.CANCELED)
             session.marker(MarkerKind.PROMPT_DROPPED, f"queued input canceled: {entry['message'][:200]}", None,
                            entry_id=entry_id, message_id=entry["message_id"], reason="canceled")
             return {"entry": serialize.entry_resource(self.catalog.entry(session.id, entry_id))}
 
-    def cancel_turn(self, session, body):
-        v.check_body(body, v.CANCEL_FIELDS)
-        with session.lock:
-            turn = session.turn
-            if turn is None:
-                raise CompozyError("prompt_not_in_progress", "no turn is running")
-            session.marker(MarkerKind.PROMPT_CANCEL, f"turn {turn.id} canceled", turn.id)
-            self.worker.cancel(session, "canceled")
-        return {"cancel": {"turn_id": turn.id, "status": "cancelling"}}
+    def take_for_steer(self, entry):
+        """With session.lock held: a queued entry leaves the queue to steer the current turn."""
+        self.require_queued(entry)
+        move_entry(self.catalog, entry["id"], QueueStatus.QUEUED, QueueStatus.CANCELED)
+
+    # -- admission's writes ----------------------------------------------------------------------
+
+    def admit_started(self, session, turn, print_):
+        """The admission of a prompt that runs now: binding until the runner reports it started."""
+        turn.admission_id = new_id("idem")
+        self.catalog.add_admission(id=turn.admission_id, session_id=session.id, operation="prompt",
+                                   message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                   fingerprint=print_, state=AdmissionState.BINDING.value, result=None)
+
+    def enqueue(self, session, turn, print_, mode, priority, disposition, interrupted=None, delivery=None, into=None):
+        """The admission and its queue entry in one transaction; a full queue refuses and changes nothing."""
+        cap = self.services.config["session.busy_input.queue_cap"]
+        with self.catalog.transaction():
+            if priority == 1 and self.catalog.count_entries(session.id) >= cap:
+                raise CompozyError("queue_full", f"the input queue holds {cap} entries (session.busy_input.queue_cap)",
+                                   queue_cap=cap)
+            entry_id = new_id("queue")
+            result = {"disposition": disposition.value, "turn_id": turn.id, "message_id": turn.message_id,
+                      "idempotency_key": turn.idempotency_key, "entry_id": entry_id, "replayed": False}
+            if delivery:
+                result["steer_delivery"] = delivery.value
+            if interrupted:
+                result["interrupted_turn_id"] = interrupted
+            if into:
+                result["turn_id"] = into  # injected into the running turn
+            admission_id = new_id("idem")
+            self.catalog.add_admission(id=admission_id, session_id=session.id, operation="prompt",
+                                       message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                       fingerprint=print_, state=AdmissionState.QUEUED.value, result=result)
+            self.catalog.add_entry(id=entry_id, session_id=session.id, priority=priority,
+                                   status=QueueStatus.QUEUED.value, mode=mode, message=turn.message,
+                                   message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                   runtime=self._resolved(session, turn), turn_id=turn.id, admission_id=admission_id)
+        session.marker(MARKER_OF[disposition], f"{disposition.value}: {turn.message[:200]}", into or interrupted,
+                       entry_id=entry_id, message_id=turn.message_id,
+                       **({"steer_delivery": delivery.value} if delivery else {}))
+        return result
+
+    @staticmethod
+    def _resolved(session, turn):
+        """A queued prompt keeps the runtime accepted with it, whatever the binding does later:
+        the agent's defaults, then what is in effect now, then the selection, then its own snapshot."""
+        stored = session.document["runtime"]
+        runtime = session.runtime
+        in_effect = runtime.effective if runtime is not None and runtime.alive else \
+            (stored.get("effective") or stored.get("last_known"))
+        return layer(session.agent.defaults(), in_effect, stored.get("selected"), turn.snapshot)
+
+    # -- what the runner reports ---------------------------------------------------------------
+
+    def next_turn(self, session):
+        """With session.lock held: the next queued entry as a turn, or None."""
+        for entry in self.catalog.entries(session.id):
+            move_entry(self.catalog, entry["id"], QueueStatus.QUEUED, QueueStatus.DISPATCHING)
+            return Turn(entry["turn_id"], entry["message"], entry["message_id"], entry["idempotency_key"],
+                        entry["runtime"], entry["mode"], clock=self.services.clock, entry_id=entry["id"],
+                        admission_id=entry["admission_id"])
+        return None
+
+    def started(self, session, turn):
+        """The turn is bound and its user_message recorded: its entry is sent, or its admission started."""
+        if turn.entry_id:
+            move_entry(self.catalog, turn.entry_id, QueueStatus.DISPATCHING, QueueStatus.SENT)
+            session.marker(MarkerKind.PROMPT_ACCEPTED, f"queued input started: {turn.message[:200]}", turn.id,
+                           entry_id=turn.entry_id)
+        elif turn.admission_id:
+            move_admission(self.catalog, turn.admission_id, AdmissionState.BINDING, AdmissionState.STARTED,
+                           result=turn.result)
+
+    def refused(self, session, turn, error):
+        """The turn never started: its entry failed (and is dropped), or its admission is withdrawn."""
+        if turn.entry_id:
+            move_entry(self.catalog, turn.entry_id, QueueStatus.DISPATCHING, QueueStatus.FAILED,
+                       failure=json.dumps({"code": error.code, "message": error.message}))
+            session.marker(MarkerKind.PROMPT_DROPPED, f"queued input could not start: {error.code}: {error.message}",
+                           None, entry_id=turn.entry_id, code=error.code)
+        elif turn.admission_id:
+            move_admission(self.catalog, turn.admission_id, AdmissionState.BINDING, AdmissionState.WITHDRAWN)
+
+    def claim_steer(self, session, turn, steer):
+        """With session.lock held: take a waiting steer entry for injection and record its message."""
+        entry = self.catalog.entry(session.id, steer["entry_id"])
+        if entry is None or entry["status"] != QueueStatus.QUEUED:
+            return False  # canceled, or already run as its own turn
+        move_entry(self.catalog, entry["id"], QueueStatus.QUEUED, QueueStatus.SENT)
+        session.append_event("user_message", {"text": entry["message"], "message_id": entry["message_id"],
+                                              "steer": True, "entry_id": entry["id"]}, turn.id)
+        steer["message"] = entry["message"]  # an edit after admission wins
+        return True
+
+    def steer_failed(self, session, turn, steer, reason):
+        move_entry(self.catalog, steer["entry_id"], QueueStatus.SENT, QueueStatus.FAILED,
+                   failure=json.dumps({"code": "steer_failed", "message": reason[:300]}))
+        session.marker(MarkerKind.PROMPT_DROPPED, f"steer could not be delivered: {reason[:300]}", turn.id,
+                       message_id=steer["message_id"], entry_id=steer["entry_id"])

@@ -6,9 +6,10 @@ Layer 4. Only exhausted recovery ends the turn with one terminal error and stops
 
 import logging
 import threading
+from dataclasses import dataclass
 
 from compozy.acp.client import BindFailure
-from compozy.clock import iso_from_epoch, monotonic, now_iso, wall
+from compozy.clock import iso_from_epoch
 from compozy.session.crash import exit_summary, write_bundle
 from compozy.session.replay import replay_prompt
 from compozy.states import FailureKind, RuntimeStatus, RuntimeTransition, SessionState, StopReason
@@ -19,33 +20,45 @@ DELAYS = (1.0, 2.0, 4.0)
 WAIT_SLICE = 1.0
 
 
+@dataclass(frozen=True)
+class Resume:
+    """A replacement agent took the turn over: send it this prompt."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """Every attempt failed: the turn ends with an error and the session stops."""
+
+    attempts: int
+    error: str
+    lost: object  # the runtime that died
+
+
 class Recovery:
     def __init__(self, services, binder):
         self.services, self.binder = services, binder
 
-    def recover(self, session, turn, worker):
-        """For a turn already recovering: True when a replacement agent took the turn over; False when
-        the turn has ended."""
+    def recover(self, session, turn):
+        """For a turn already recovering: Resume, GiveUp, or None when it was cancelled or stopped meanwhile."""
         lost = session.runtime
         error = exit_summary(lost)
         self._forget(session, lost)
         state = turn.recovery = turn.recovery or {"attempt": 0, "max_attempts": len(DELAYS),
-                                                  "started_at": now_iso(), "generation": 0}
+                                                  "started_at": self._now_iso(), "generation": 0}
         while state["attempt"] < len(DELAYS):
             state["attempt"] += 1
             if not self._wait_backoff(session, turn, state, error):
-                worker.finish(session, turn, "done", {"stop_reason": "cancelled"})
-                return False
+                return None
             try:
                 replay_reason = self.binder.bind(session, turn, RuntimeTransition.AUTOMATIC_RECOVERY)
             except BindFailure as failure:
                 error = f"{failure.error.code}: {failure.error.message}"
                 state["last_error"] = error[:500]
                 continue
-            self._resume(session, turn, worker, replay_reason)
-            return True
-        self._exhausted(session, turn, worker, state, error, lost)
-        return False
+            return self._resume(session, turn, replay_reason)
+        return GiveUp(state["attempt"], error, lost)
 
     def _forget(self, session, runtime):
         with session.lock:
@@ -57,8 +70,9 @@ class Recovery:
     def _wait_backoff(self, session, turn, state, error):
         delay = DELAYS[state["attempt"] - 1]
         generation = int(session.document["runtime"].get("generation") or 0) + 1
-        state.update(generation=generation, last_attempt_at=now_iso(),
-                     next_attempt_at=iso_from_epoch(wall() + delay), last_error=error[:500])
+        clock = self.services.clock
+        state.update(generation=generation, last_attempt_at=self._now_iso(),
+                     next_attempt_at=iso_from_epoch(clock.wall() + delay), last_error=error[:500])
         with session.lock:  # a stop that began owns the runtime status: no new attempt after it
             if session.stop_operation is not None or turn.cancel_reason:
                 return False
@@ -69,7 +83,7 @@ class Recovery:
                                                           "delay_seconds": delay, "generation": generation,
                                                           "error": error[:500]}, turn.id)
         turn.recovery_ready = False
-        turn.recovery_due = monotonic() + delay  # the supervision sweeper fires it
+        turn.recovery_due = clock.monotonic() + delay  # the supervision sweeper fires it
         while not turn.recovery_ready:
             if session.stop_operation is not None or turn.cancel_reason:
                 return False
@@ -78,8 +92,10 @@ class Recovery:
         turn.recovery_due = None
         return True
 
-    def _resume(self, session, turn, worker, replay_reason):
-        runtime = session.runtime
+    def _now_iso(self):
+        return iso_from_epoch(self.services.clock.wall())
+
+    def _resume(self, session, turn, replay_reason):
         text = turn.message
         if replay_reason:
             # The interrupted turn's own partial output stays in the log; the context is what came before.
@@ -89,27 +105,26 @@ class Recovery:
                                                             "generation": turn.recovery["generation"],
                                                             "session_load": replay_reason is None}, turn.id)
         session.update_runtime(status=RuntimeStatus.READY, transition="", recovery=None)
-        worker.send_prompt(session, turn, runtime, text)
+        return Resume(text)
 
-    def _exhausted(self, session, turn, worker, state, error, lost):
-        session.append_event("runtime_recovery_exhausted", {"attempts": state["attempt"], "error": error[:500]},
+    def stop_exhausted(self, session, turn, give_up):
+        """With session.lock held: record the exhaustion and stop the session, before the turn's terminal
+        error is visible (whoever sees the turn end sees a stopped session). Returns the contents of
+        that error and of the session_stopped event that follows it."""
+        error = give_up.error
+        session.append_event("runtime_recovery_exhausted", {"attempts": give_up.attempts, "error": error[:500]},
                              turn.id)
-        bundle = write_bundle(self.services.home, session, lost, FailureKind.PROCESS_EXIT.value, error)
+        bundle = write_bundle(self.services.home, session, give_up.lost, FailureKind.PROCESS_EXIT.value, error)
         failure = {"kind": FailureKind.PROCESS_EXIT.value, "summary": error[:500], "crash_bundle_path": bundle}
-        with session.lock:
-            runtime = session.runtime_with(status=RuntimeStatus.UNBOUND, transition="", recovery=None,
-                                           process=None, effective=None)
-            # The stopped state is durable before the terminal error is visible: whoever sees the
-            # turn end sees a stopped session.
-            session.change_state(SessionState.STOPPING)
-            session.change_state(SessionState.STOPPED, stop_reason=StopReason.AGENT_CRASHED.value,
-                                 stop_detail="automatic recovery exhausted", failure=failure, verified=True,
-                                 runtime=runtime)
-            worker.finish(session, turn, "error", {"error": f"agent recovery exhausted after {state['attempt']} "
-                                                            f"attempts: {error}"[:1000], "failure": failure})
-            session.append_event("session_stopped", {"stop_reason": StopReason.AGENT_CRASHED.value,
-                                                     "stop_detail": "automatic recovery exhausted",
-                                                     "failure": failure})
+        runtime = session.runtime_with(status=RuntimeStatus.UNBOUND, transition="", recovery=None, process=None,
+                                       effective=None)
+        session.change_state(SessionState.STOPPING)
+        session.change_state(SessionState.STOPPED, stop_reason=StopReason.AGENT_CRASHED.value,
+                             stop_detail="automatic recovery exhausted", failure=failure, verified=True, runtime=runtime)
+        return ({"error": f"agent recovery exhausted after {give_up.attempts} attempts: {error}"[:1000],
+                 "failure": failure},
+                {"stop_reason": StopReason.AGENT_CRASHED.value, "stop_detail": "automatic recovery exhausted",
+                 "failure": failure})
 
 
 def lost_outside_turn(services, session, runtime):

@@ -36,11 +36,11 @@ def stale_classification(document):
     return None  # never bound: nothing ran, nothing was lost; it stays active and unbound
 
 
-def kill_orphans(home):
+def kill_orphans(home, processes):
     """Agents a previous daemon on this home left behind (the home lock proves it is gone)."""
-    found = proc.find_marked(f"{AGENT_HOME_MARK}={home.root}")
+    found = processes.marked(f"{AGENT_HOME_MARK}={home.root}")
     for identity in found:
-        report = proc.kill_tree(identity, None, 2.0, 5.0)
+        report = proc.kill_tree(identity, None, 2.0, 5.0, processes=processes)
         log.warning("stopped orphaned agent pid %s from a previous daemon (verified=%s)", identity.pid,
                     report.verified)
     return len(found)

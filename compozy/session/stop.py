@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 
 from compozy import proc
-from compozy.clock import monotonic, now_iso
+from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.states import (STOP_REASON_BY_CAUSE, Attention, RuntimeStatus, SessionState, StopCause)
 
@@ -27,16 +27,17 @@ STOP_DETAILS = {StopCause.INACTIVITY: "inactivity", StopCause.SHUTDOWN: "daemon 
 @dataclass
 class StopOperation:
     cause: StopCause
+    started: float  # on the services' monotonic clock
     detail: str | None = None
-    started: float = field(default_factory=monotonic)
     done: threading.Event = field(default_factory=threading.Event)
     outcome: dict | None = None
     binds_refused: bool = False  # set once the ladder took the runtime it stops: a later bind is refused
 
 
 class Stopper:
-    def __init__(self, services, worker):
-        self.services, self.worker = services, worker
+    def __init__(self, services, engine):
+        self.services, self.engine = services, engine
+        self.clock, self.processes = services.clock, services.processes
 
     def request(self, session, cause, wait, detail=None):
         """(outcome, accepted_now): an already stopped session answers without a new operation."""
@@ -46,7 +47,7 @@ class Stopper:
                 return self.already_stopped(document), False
             operation = session.stop_operation
             if operation is None:
-                operation = session.stop_operation = StopOperation(StopCause(cause), detail)
+                operation = session.stop_operation = StopOperation(StopCause(cause), self.clock.monotonic(), detail)
                 if document["state"] != SessionState.STOPPING:
                     session.change_state(SessionState.STOPPING)  # active|starting -> stopping
                 threading.Thread(target=self._run, args=(session, operation), name=f"stop-{session.id}",
@@ -77,12 +78,12 @@ class Stopper:
         deadline = operation.started + self.services.config["session.stop.cooperative_grace"]
         turn = session.turn
         if turn is not None and not turn.bound.is_set():
-            turn.bound.wait(max(0.0, deadline - monotonic()))  # let in-flight prompt setup finish first
+            turn.bound.wait(max(0.0, deadline - self.clock.monotonic()))  # let in-flight prompt setup finish first
         with session.lock:
             operation.binds_refused = True
             runtime = session.runtime
         if session.turn is not None:
-            self.worker.cancel(session, "stopped")
+            self.engine.cancel(session, "stopped")
         if runtime is not None and runtime.process.spawn is not None:
             report = self._stop_process(session, runtime, deadline)
         else:
@@ -96,9 +97,9 @@ class Stopper:
     def _stop_process(self, session, runtime, deadline):
         turn = session.turn
         if turn is not None:
-            turn.ended.wait(max(0.0, deadline - monotonic()))
+            turn.ended.wait(max(0.0, deadline - self.clock.monotonic()))
         runtime.process.close_stdin()
-        exited = runtime.process.wait_exit(max(0.0, deadline - monotonic()))
+        exited = runtime.process.wait_exit(max(0.0, deadline - self.clock.monotonic()))
         # Even after a cooperative exit, stragglers of its group or descendants must be proven gone.
         return runtime.process.kill_tree(0.5 if exited else TERM_GRACE, KILL_GRACE)
 
@@ -107,9 +108,9 @@ class Stopper:
         identity = proc.ProcessIdentity.from_dict((session.document.get("runtime") or {}).get("process") or {})
         if identity is None:
             return None
-        if not proc.is_alive(identity) and not proc.find_related(identity):
+        if not self.processes.alive(identity) and not self.processes.related(identity, None):
             return None
-        return proc.kill_tree(identity, None, TERM_GRACE, KILL_GRACE)
+        return proc.kill_tree(identity, None, TERM_GRACE, KILL_GRACE, processes=self.processes)
 
     def _settle_worker(self, session):
         turn = session.turn
@@ -132,11 +133,11 @@ class Stopper:
                                                      "failure": session.document.get("failure")})
             session.change_state(SessionState.STOPPED, stop_reason=reason.value, stop_detail=detail,
                                  verified=True, escalated=escalated, attention=None, runtime=runtime,
-                                 stopped_at=now_iso())
+                                 stopped_at=iso_from_epoch(self.clock.wall()))
         log.info("session %s stopped (%s, %s, escalated=%s)", session.id, reason.value, detail, escalated)
         return {"state": SessionState.STOPPED.value, "verified": True, "escalated": escalated,
                 "stop_cause": cause.value, "phase": phase,
-                "stopped_after": round(monotonic() - operation.started, 3)}
+                "stopped_after": round(self.clock.monotonic() - operation.started, 3)}
 
     def _unverified(self, session, operation, survivors, escalated):
         log.error("session %s: stop could not prove exit (%s)", session.id, survivors)
@@ -146,7 +147,7 @@ class Stopper:
         return {"state": SessionState.STOPPING.value, "verified": False, "escalated": True,
                 "stop_cause": operation.cause.value, "phase": "unverified",
                 "attention": Attention.STOP_VERIFICATION_FAILED.value,
-                "stopped_after": round(monotonic() - operation.started, 3)}
+                "stopped_after": round(self.clock.monotonic() - operation.started, 3)}
 
 
 def _phase(report):

@@ -13,7 +13,7 @@ from datetime import timezone
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from compozy.clock import iso_from_epoch, monotonic, wall
+from compozy.clock import iso_from_epoch
 from compozy.states import MarkerKind, RuntimeStatus, SessionState, StopCause
 
 log = logging.getLogger("compozy.supervision")
@@ -24,13 +24,13 @@ SWEEP_SECONDS = 0.25
 def supervision_view(session):
     """supervision.work_signals, .sources and .quiet_warning for session reads."""
     turn = session.turn
-    config = session.services.config
+    config, clock = session.services.config, session.services.clock
     signals = []
     if turn is not None:
-        quiet = monotonic() - turn.last_progress
+        quiet = clock.monotonic() - turn.last_progress
         if quiet < max(config["session.supervision.quiet_after"], SWEEP_SECONDS * 4) or not turn.prompting:
             signals.append({"kind": "agent_progress", "turn_id": turn.id,
-                            "last_progress_at": iso_from_epoch(wall() - quiet)})
+                            "last_progress_at": iso_from_epoch(clock.wall() - quiet)})
         for tool_id in sorted(t for t in turn.open_tools if t):
             signals.append({"kind": "running_tool", "tool_call_id": tool_id})
         if turn.pending_permissions:
@@ -48,8 +48,8 @@ def _live_children(session):
 
 
 class Supervisor:
-    def __init__(self, services, worker, stopper, binder, requests, live_sessions):
-        self.services, self.worker, self.stopper = services, worker, stopper
+    def __init__(self, services, engine, stopper, binder, requests, live_sessions):
+        self.services, self.engine, self.stopper = services, engine, stopper
         self.binder, self.requests, self.live_sessions = binder, requests, live_sessions
         self.scheduler = None
 
@@ -69,7 +69,7 @@ class Supervisor:
             self.scheduler = None
 
     def sweep(self):
-        now = monotonic()
+        now = self.services.clock.monotonic()
         for session in self.live_sessions():
             try:
                 self.tick(session, now)
@@ -81,7 +81,7 @@ class Supervisor:
         turn = session.turn
         if turn is not None and not turn.finished:
             self._turn_timers(session, turn, now, config)
-        self.requests.expire(session, config["permissions.timeout"])
+        self.requests.expire(session, config["permissions.timeout"], now)
         if turn is None:
             self._idle_release(session, now, config["session.supervision.idle_release_after"])
 
@@ -98,7 +98,7 @@ class Supervisor:
         if budget and now - turn.started_at >= budget and not turn.deadline_hit and turn.prompting:
             turn.deadline_hit = True
             session.marker(MarkerKind.PROMPT_TIMEOUT, f"prompt budget of {budget:g}s used up", turn.id)
-            self.worker.cancel(session, "prompt_deadline")
+            self.engine.cancel(session, "prompt_deadline")
         interval = config["session.supervision.progress_notify_interval"]
         if interval and now - turn.last_progress_event >= interval and turn.prompting:
             turn.last_progress_event = now
@@ -119,7 +119,8 @@ class Supervisor:
             turn.quiet_warning = None
             return
         if turn.quiet_warning is None:
-            turn.quiet_warning = {"turn_id": turn.id, "since": iso_from_epoch(wall() - silence + quiet_after),
+            since = iso_from_epoch(self.services.clock.wall() - silence + quiet_after)
+            turn.quiet_warning = {"turn_id": turn.id, "since": since,
                                   "quiet_after_seconds": quiet_after}
             session.append_event("session.supervision_warning", {
                 "turn_id": turn.id, "silence_seconds": round(silence, 1),
@@ -135,7 +136,7 @@ class Supervisor:
             return
         if session.idle_since is None or now - session.idle_since < release_after:
             return
-        if session.permissions or session.stop_operation is not None or getattr(session, "releasing", False) \
+        if session.permissions or session.stop_operation is not None or session.releasing \
                 or self.services.catalog.count_entries(session.id) or _live_children(session):
             return
         if session.document["state"] != SessionState.ACTIVE:

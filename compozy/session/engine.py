@@ -1,0 +1,52 @@
+"""The turn engine: everything that decides and runs a session's turns, built in one place.
+
+Layer 4. Admission decides what an input does (start, queue, steer, interrupt); the input queue
+holds what waits, durably; the runner runs one turn at a time and asks recovery to replace an
+agent lost mid-turn. Each part refers only to the parts below it: queue <- runner <- admission.
+"""
+
+from compozy import validate as v
+from compozy.errors import CompozyError
+from compozy.session.admission import Admission
+from compozy.session.queue import InputQueue
+from compozy.session.recovery import Recovery
+from compozy.session.runner import Runner
+from compozy.states import MarkerKind
+
+
+class TurnEngine:
+    def __init__(self, services, binder, requests):
+        self.queue = InputQueue(services)
+        self.runner = Runner(services, binder, requests, self.queue, Recovery(services, binder))
+        self.admission = Admission(services, self.queue, self.runner)
+
+    def prompt(self, session, body):
+        """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""
+        return self.admission.prompt(session, body)
+
+    def steer_input(self, session, entry_id, body):
+        return self.admission.promote(session, entry_id, body)
+
+    def list_inputs(self, session):
+        return self.queue.list(session)
+
+    def edit_input(self, session, entry_id, body):
+        return self.queue.edit(session, entry_id, body)
+
+    def cancel_input(self, session, entry_id):
+        return self.queue.cancel(session, entry_id)
+
+    def cancel_turn(self, session, body):
+        """A person cancels the current turn; the session stays active."""
+        v.check_body(body, v.CANCEL_FIELDS)
+        with session.lock:
+            turn = session.turn
+            if turn is None:
+                raise CompozyError("prompt_not_in_progress", "no turn is running")
+            session.marker(MarkerKind.PROMPT_CANCEL, f"turn {turn.id} canceled", turn.id)
+            self.runner.cancel(session, "canceled")
+        return {"cancel": {"turn_id": turn.id, "status": "cancelling"}}
+
+    def cancel(self, session, reason):
+        """Cooperative cancel of the current turn (the stop ladder, supervision); the turn or None."""
+        return self.runner.cancel(session, reason)

@@ -1,0 +1,228 @@
+"""The runner: a session's turns, one at a time, on the session's worker thread.
+
+Layer 4. A turn binds its runtime, records user_message only after the bind succeeded, sends
+the prompt, and ends with exactly one done or error. Output arrives on the agent's reader
+thread and is committed there (persist, then forward); this thread only waits and decides.
+When the agent dies mid-turn, recovery rebinds and the runner re-sends the prompt; when recovery
+gives up, the runner ends the turn and the session stops.
+"""
+
+import logging
+import threading
+
+from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
+from compozy.errors import CompozyError
+from compozy.session.recovery import Resume
+from compozy.session.replay import replay_prompt
+from compozy.states import MarkerKind, RuntimeStatus, SessionState, TurnPhase
+
+log = logging.getLogger("compozy.runner")
+
+WAIT_SLICE = 1.0
+
+
+class Runner:
+    """Runs the current turn, then queued input, until there is nothing left to run."""
+
+    def __init__(self, services, binder, requests, queue, recovery):
+        self.services, self.binder, self.requests = services, binder, requests
+        self.queue, self.recovery = queue, recovery
+
+    def start(self, session, turn):
+        """Call with session.lock held: turn becomes current and a worker thread runs it."""
+        session.turn = turn
+        session.idle_since = None
+        if session.worker is None:
+            session.worker = threading.Thread(target=self._loop, args=(session,), name=f"turns-{session.id}",
+                                              daemon=True)
+            session.worker.start()
+
+    def cancel(self, session, reason):
+        """Cooperative cancel of the current turn: the agent is asked to cancel, pending requests answered."""
+        turn = session.turn
+        if turn is None:
+            return None
+        with session.lock:  # against a turn whose agent just died turning to recovery
+            turn.request_cancel(reason, self.services.config["session.stop.cooperative_grace"])
+            runtime = session.runtime
+            if turn.prompting and runtime is not None and runtime.alive:
+                turn.change_phase(TurnPhase.CANCELLING)
+                runtime.cancel()
+        self.requests.cancel_all(session, turn.id)
+        return turn
+
+    def _loop(self, session):
+        turn = session.turn
+        while turn is not None:
+            try:
+                self._run(session, turn)
+            except Exception:  # noqa: BLE001 (a bug must still end the turn)
+                log.exception("session %s: turn %s failed unexpectedly", session.id, turn.id)
+                self._crash_safe_end(session, turn)
+            finally:
+                turn.change_phase(TurnPhase.DONE)
+                turn.bound.set()
+                turn.ended.set()
+            with session.lock:
+                self._advance(session, turn)
+                turn = session.turn
+                if turn is None:
+                    session.worker = None
+                    session.idle_since = self.services.clock.monotonic()
+
+    def _advance(self, session, turn):
+        """With session.lock held: the turn is over, so the next queued entry (or nothing) is current."""
+        if session.turn is turn:
+            idle = session.stop_operation is not None or session.state != SessionState.ACTIVE
+            session.turn = None if idle else self.queue.next_turn(session)
+            if session.turn is not None:
+                session.idle_since = None
+
+    def _crash_safe_end(self, session, turn):
+        if turn.bind_error is None and not turn.bound.is_set():
+            turn.bind_error = CompozyError("internal_error", "the turn failed before it started")
+            self._refused(session, turn, turn.bind_error)
+        elif turn.bound.is_set() and turn.bind_error is None:
+            self._finish(session, turn, "error", {"error": "internal error; see the daemon log"})
+
+    def _run(self, session, turn):
+        try:
+            replay_reason = self.binder.bind(session, turn)
+        except BindFailure as failure:
+            turn.bind_error = failure.error
+            self._refused(session, turn, failure.error)
+            return
+        runtime = session.runtime
+        session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id,
+                                              "prompt_runtime": turn.snapshot, "effective_runtime": runtime.effective},
+                             turn.id)
+        self._started(session, turn)
+        turn.bound.set()
+        if turn.cancel_reason or session.stop_operation:
+            self._finish(session, turn, "done", {"stop_reason": "cancelled"})
+            return
+        text = turn.message
+        if replay_reason:
+            prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
+            text, _ = replay_prompt(prior, turn.message, self.services.config, session.id, replay_reason)
+        self._send_prompt(session, turn, runtime, text)
+        self._await_answer(session, turn)
+
+    def _started(self, session, turn):
+        self.queue.started(session, turn)
+        session.inflight.pop(turn.idempotency_key, None)  # after the result is durable: a retry replays it
+        if session.document["state"] == SessionState.STARTING:
+            session.change_state(SessionState.ACTIVE, stop_reason=None, stop_detail=None, verified=None)
+
+    def _refused(self, session, turn, error):
+        session.inflight.pop(turn.idempotency_key, None)
+        self.queue.refused(session, turn, error)
+        if session.document["state"] == SessionState.STARTING:
+            session.change_state(SessionState.STOPPED, stop_reason="error",
+                                 stop_detail=f"start did not complete: {error.code}",
+                                 failure={"kind": "startup_failure", "summary": error.message[:500]})
+
+    def _send_prompt(self, session, turn, runtime, text):
+        turn.change_phase(TurnPhase.PROMPTING)
+        turn.progress()
+        turn.pending = runtime.prompt(text, turn.wake)
+        if turn.cancel_reason:  # a cancel that arrived while the prompt was being sent
+            turn.change_phase(TurnPhase.CANCELLING)
+            runtime.cancel()
+
+    def _await_answer(self, session, turn):
+        while True:
+            turn.wake.clear()
+            pending = turn.pending
+            if pending.done:
+                if not isinstance(pending.error, AgentExited):
+                    return self._answered(session, turn, pending)
+                if not self._agent_lost(session, turn):
+                    return None
+                continue
+            if turn.escalate:
+                return self._force_cancel(session, turn)
+            self._deliver_injections(session, turn)
+            turn.wake.wait(WAIT_SLICE)
+
+    def _answered(self, session, turn, pending):
+        if isinstance(pending.error, AcpError):
+            return self._finish(session, turn, "error", {"error": pending.error.message, "code": pending.error.code})
+        answer = AgentClient.answer(pending.result)
+        content = {"stop_reason": answer.stop_reason}
+        if answer.usage is not None:
+            content["usage"] = answer.usage
+            session.log.record_usage(turn.id, answer.usage)
+        return self._finish(session, turn, "done", content)
+
+    def _agent_lost(self, session, turn):
+        """The agent died mid-turn: True when recovery re-sent the prompt, False when the turn ended."""
+        with session.lock:  # a cancel arriving from now on finds the turn recovering, and recovery sees it
+            cancelled = bool(session.stop_operation or turn.cancel_reason)
+            if not cancelled:
+                turn.change_phase(TurnPhase.RECOVERING)
+        if cancelled:
+            self._drop_runtime(session)
+            self._finish(session, turn, "done", {"stop_reason": "cancelled"})
+            return False
+        outcome = self.recovery.recover(session, turn)
+        if isinstance(outcome, Resume):
+            self._send_prompt(session, turn, session.runtime, outcome.text)
+            return True
+        if outcome is None:  # cancelled or stopped during the backoff
+            self._finish(session, turn, "done", {"stop_reason": "cancelled"})
+            return False
+        with session.lock:  # whoever sees the turn end sees a stopped session
+            error, stopped = self.recovery.stop_exhausted(session, turn, outcome)
+            self._finish(session, turn, "error", error)
+            session.append_event("session_stopped", stopped)
+        return False
+
+    def _force_cancel(self, session, turn):
+        """The agent ignored the cancel for the whole grace: end the turn through the ladder."""
+        report = self.binder.retire(session)
+        session.marker(MarkerKind.PROMPT_CANCEL, "the agent ignored the cancel; its process was stopped",
+                       turn.id, escalated=bool(report and report.escalated),
+                       verified=bool(report and report.verified))
+        if report is not None and report.escalated:
+            session.save(escalated=True)
+        self._finish(session, turn, "done", {"stop_reason": "cancelled", "forced": True})
+
+    def _drop_runtime(self, session):
+        with session.lock:
+            runtime = session.runtime
+            if runtime is not None and not runtime.alive:
+                session.runtime = None
+                session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)
+
+    def _deliver_injections(self, session, turn):
+        """Steers wait as durable queue entries; one the turn never takes runs next as its own turn."""
+        runtime = session.runtime
+        while turn.injections and runtime is not None and runtime.alive and turn.prompting:
+            steer = turn.injections.pop(0)
+            with session.lock:
+                if not self.queue.claim_steer(session, turn, steer):
+                    continue
+            try:
+                runtime.steer(steer["message"])
+            except (AcpError, AgentExited, TimeoutError) as exc:
+                log.warning("session %s: steering into turn %s failed: %s", session.id, turn.id, exc)
+                self.queue.steer_failed(session, turn, steer, str(exc))
+
+    def _finish(self, session, turn, kind, content):
+        """The turn's one terminal event; pending requests of the turn are answered cancelled.
+
+        The event and the hand-over to the next turn happen under the session lock, so a prompt
+        sent by someone who just saw `done` finds the session idle, never a finished turn.
+        """
+        if turn.finished:
+            return
+        turn.finished = True
+        turn.change_phase(TurnPhase.DONE)
+        self.requests.cancel_all(session, turn.id)
+        with session.lock:
+            session.append_event(kind, content, turn.id)
+            self._advance(session, turn)
+        session.touch(kind)
+        runtime = session.document.get("runtime") or {}
+        session.save(activity=dict(session.activity), runtime={**runtime, "last_known": runtime.get("last_known")})
