@@ -21,6 +21,7 @@ from compozy.session.creation import create_session
 from compozy.session.engine import TurnEngine
 from compozy.session.feed import Feed
 from compozy.session.live import LiveSession, Services
+from compozy.session.record import SessionRecord
 from compozy.session.permissions import AgentRequests
 from compozy.session.records import SessionStore
 from compozy.session.selection import clear_selection, set_selection
@@ -83,7 +84,7 @@ class SessionManager:
         self.catalog.close()
 
     def _stop_for_shutdown(self, session):
-        bound = session.runtime is not None or (session.document.get("runtime") or {}).get("acp_session_id")
+        bound = session.runtime is not None or session.record.runtime.acp_session_id
         if session.state in LIVE_STATES and bound:
             self.stopper.request(session, StopCause.SHUTDOWN, wait=True)
 
@@ -95,8 +96,8 @@ class SessionManager:
         """The daemon at a glance: version, session counts by state, sessions that need attention."""
         attention = []
         for session_id in self.catalog.attention_ids(ATTENTION_LIMIT):
-            document = self._document(session_id)
-            attention.append({k: document.get(k) for k in ("id", "name", "state", "workspace_id", "stop_reason",
+            record = self._record(session_id)
+            attention.append({k: getattr(record, k) for k in ("id", "name", "state", "workspace_id", "stop_reason",
                                                             "stop_detail", "failure", "attention")})
         return {"status": {"version": __version__, "accepting": self.services.accepting,
                            "sessions": self.catalog.state_counts(), "live": len(self.live),
@@ -118,36 +119,36 @@ class SessionManager:
     def create_session(self, body):
         """Create a durable logical session: active, runtime unbound, no agent process."""
         self._require_admission()
-        document = create_session(body, config=self.config, workspaces=self.workspaces, store=self.store)
-        self._catalog_changed("upserted", document)
-        return {"session": self._resource(document)}
+        record = create_session(body, config=self.config, workspaces=self.workspaces, store=self.store)
+        self._catalog_changed("upserted", record)
+        return {"session": self._resource(record)}
 
     def get_session(self, session_id, workspace=None):
         """Read one session (workspace-scoped when workspace is given)."""
-        return {"session": self._resource(self._document(session_id, workspace), precise=True)}
+        return {"session": self._resource(self._record(session_id, workspace), precise=True)}
 
     def session_status(self, session_id, workspace=None):
         """Compact status: state in the health vocabulary, lifecycle_state beside it."""
-        resource = self._resource(self._document(session_id, workspace), precise=True)
+        resource = self._resource(self._record(session_id, workspace), precise=True)
         return {"session": serialize.compact_status(resource)}
 
     def session_health(self, session_id, workspace=None):
         """The metadata-only health record: state, health, attachable, eligible_for_wake."""
-        resource = self._resource(self._document(session_id, workspace))
+        resource = self._resource(self._record(session_id, workspace))
         return {"health": {"session_id": session_id, **resource["health"]}}
 
     def inspect_session(self, session_id, workspace=None):
         """Everything a person debugging needs: the resource, files, process, queue, requests, tail."""
-        document = self._document(session_id, workspace)
-        return {"session": self._resource(document, precise=True),
+        record = self._record(session_id, workspace)
+        return {"session": self._resource(record, precise=True),
                 "paths": {"directory": str(self.home.session_dir(session_id)),
                           "meta": str(self.home.meta_file(session_id)),
                           "events": str(self.home.events_file(session_id))},
-                "process": (document.get("runtime") or {}).get("process"),
+                "process": record.runtime.process,
                 "queue": [serialize.entry_resource(e) for e in self.catalog.entries(session_id)],
                 "pending_interactions": [serialize.interaction_resource(i)
                                          for i in self.catalog.interactions(session_id)],
-                "recent_events": self.store.events(document).read(limit=20)}
+                "recent_events": self.store.events(record).read(limit=20)}
 
     def list_sessions(self, query=None, encoded=False):
         """Catalog page, newest first, with the interface's filters and keyset cursor.
@@ -177,12 +178,12 @@ class SessionManager:
         session = self._session(session_id, workspace)
         if session.state in LIVE_STATES:
             lifecycle.stop_for(self.stopper, session, StopCause.REMOVAL, "stop_unverified")
-        self.store.remove(session.document)  # raises with the session whole when it cannot remove it
+        self.store.remove(session.record)  # raises with the session whole when it cannot remove it
         with self._live_lock:
             self.live.pop(session.id, None)
         session.close()
-        self._catalog_changed("deleted", session.document)
-        return {"removed": {"session_id": session.id, "workspace_id": session.document["workspace_id"]}}
+        self._catalog_changed("deleted", session.record)
+        return {"removed": {"session_id": session.id, "workspace_id": session.record.workspace_id}}
 
     # -- prompts and busy input -----------------------------------------------------------
 
@@ -257,7 +258,7 @@ class SessionManager:
         session = self._session(session_id, workspace)
         kind, document = lifecycle.stop(self.stopper, session, body)
         if kind == StopAnswer.STOPPED:
-            document = {"session": self._resource(session.document, precise=True)}
+            document = {"session": self._resource(session.record, precise=True)}
         return serialize.Answer(kind, document)
 
     def archive_session(self, session_id, workspace, query=None):
@@ -275,7 +276,7 @@ class SessionManager:
         session = self._session(session_id, workspace)
         body = v.check_body(body, v.REPAIR_FIELDS)
         with session.lock:
-            result = repair.repair(self.store, session.document, body.get("dry_run", False), body.get("force", False),
+            result = repair.repair(self.store, session.record, body.get("dry_run", False), body.get("force", False),
                                    publish=session.feed.publish)
         return {"repair": result}
 
@@ -283,11 +284,11 @@ class SessionManager:
 
     def events(self, session_id, workspace, query=None):
         """Event records in ascending sequence with the interface's filters."""
-        return reads.read_events(self.store.events(self._document(session_id, workspace)), query)
+        return reads.read_events(self.store.events(self._record(session_id, workspace)), query)
 
     def history(self, session_id, workspace, query=None):
         """One message per user prompt and per assistant answer."""
-        return reads.read_history(self.store.events(self._document(session_id, workspace)), query)
+        return reads.read_history(self.store.events(self._record(session_id, workspace)), query)
 
     def stream(self, session_id, workspace, after_sequence=None):
         """Follow the session's committed events from after_sequence (None = from now)."""
@@ -305,20 +306,20 @@ class SessionManager:
         if not self.services.accepting:
             raise CompozyError("new_work_admission_unavailable", "the daemon is shutting down")
 
-    def _document(self, session_id, workspace=None):
+    def _record(self, session_id, workspace=None):
         validate_id(session_id, "sess", not_found="session_not_found")
         workspace_id = self.workspaces.resolve(workspace)["id"] if workspace is not None else None
         live = self.live.get(session_id)
-        if live is not None and (workspace_id is None or live.document["workspace_id"] == workspace_id):
-            return live.document
+        if live is not None and (workspace_id is None or live.record.workspace_id == workspace_id):
+            return live.record
         return self.store.require(session_id, workspace_id)
 
     def _session(self, session_id, workspace=None):
-        document = self._document(session_id, workspace)
+        record = self._record(session_id, workspace)
         with self._live_lock:
-            session = self.live.get(document["id"])
+            session = self.live.get(record.id)
             if session is None:
-                session = self.live[document["id"]] = LiveSession(self.services, document)
+                session = self.live[record.id] = LiveSession(self.services, record)
         return session
 
     def _list_filters(self, query):
@@ -339,23 +340,22 @@ class SessionManager:
     def _list_row_text(self, session_id, text, rendered):
         live = self.live.get(session_id)
         if live is not None:
-            return serialize.encode(serialize.session_resource(live.document, live.overlay(),
+            return serialize.encode(serialize.session_resource(live.record, live.overlay(),
                                                                live.log.last_sequence()))
         if rendered:
             return text
-        document = json.loads(text)  # a row indexed before rendered reads were stored
-        return serialize.encode(serialize.session_resource(document, None,
-                                                           (document.get("fences") or {}).get("max_sequence", 0)))
+        record = SessionRecord.from_dict(json.loads(text))  # a row indexed before rendered reads were stored
+        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0)))
 
-    def _resource(self, document, precise=False):
-        live = self.live.get(document["id"])
+    def _resource(self, record, precise=False):
+        live = self.live.get(record.id)
         if precise:
-            max_sequence = (live.log if live else self.store.events(document)).max_active_sequence()
+            max_sequence = (live.log if live else self.store.events(record)).max_active_sequence()
         else:
-            max_sequence = (document.get("fences") or {}).get("max_sequence", 0)
-        return serialize.session_resource(document, live.overlay() if live else None, max_sequence)
+            max_sequence = (record.fences or {}).get("max_sequence", 0)
+        return serialize.session_resource(record, live.overlay() if live else None, max_sequence)
 
-    def _catalog_changed(self, change, document):
+    def _catalog_changed(self, change, record):
         self.services.catalog_feed.publish_counted({"type": "session_catalog_changed", "change": change,
-                                                    "session_id": document["id"],
-                                                    "workspace_id": document["workspace_id"]})
+                                                    "session_id": record.id,
+                                                    "workspace_id": record.workspace_id})

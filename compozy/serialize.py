@@ -1,6 +1,6 @@
 """Resource documents: what HTTP answers and `-o json` prints, built once from stored records.
 
-Layer 2: pure functions over dicts.
+Layer 2: pure functions over session records (their attributes) and catalog rows (dicts).
 """
 
 import copy
@@ -10,45 +10,44 @@ OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "deriva
 IDLE_SUPERVISION = {"work_signals": [], "sources": {}, "quiet_warning": None}
 
 
-def session_resource(document, overlay=None, max_sequence=0):
-    """The session read: every field interface.md fixes, plus the live overlay when bound."""
+def session_resource(record, overlay=None, max_sequence=0):
+    """The session read of a SessionRecord: every field interface.md fixes, plus the live overlay when bound."""
     overlay = overlay or {}
-    runtime = _runtime(document.get("runtime") or {}, overlay.get("runtime"))
     resource = {
-        "id": document["id"], "name": document.get("name"), "type": document["type"],
-        "state": document["state"], "agent_name": document["agent_name"],
-        "workspace_id": document["workspace_id"], "cwd": document.get("cwd"),
-        "created_at": document["created_at"], "updated_at": document["updated_at"],
-        "archived": bool(document.get("archived")),
-        "fences": {**(document.get("fences") or {"epoch": 0, "generation": 0}), "max_sequence": max_sequence},
-        "runtime": runtime,
-        "lineage": _lineage(document.get("lineage") or {}),
-        "activity": overlay.get("activity") or document.get("activity") or {"last_activity_at": None},
-        "health": overlay.get("health") or stored_health(document),
+        "id": record.id, "name": record.name, "type": record.type,
+        "state": record.state, "agent_name": record.agent_name,
+        "workspace_id": record.workspace_id, "cwd": record.cwd,
+        "created_at": record.created_at, "updated_at": record.updated_at,
+        "archived": bool(record.archived),
+        "fences": {**(record.fences or {"epoch": 0, "generation": 0}), "max_sequence": max_sequence},
+        "runtime": _runtime(record.runtime, overlay.get("runtime")),
+        "lineage": _lineage(record.lineage or {}),
+        "activity": overlay.get("activity") or record.activity or {"last_activity_at": None},
+        "health": overlay.get("health") or health(record),
         "supervision": overlay.get("supervision") or copy.deepcopy(IDLE_SUPERVISION),
-        "escalated": bool(document.get("escalated")),
+        "escalated": bool(record.escalated),
     }
-    if document.get("archived_at"):
-        resource["archived_at"] = document["archived_at"]
-    if document.get("verified") is not None:
-        resource["verified"] = document["verified"]
+    if record.archived_at:
+        resource["archived_at"] = record.archived_at
+    if record.verified is not None:
+        resource["verified"] = record.verified
     for name in OPTIONAL_FIELDS:
-        if document.get(name) not in (None, ""):
-            resource[name] = document[name]
+        value = getattr(record, name, None) or record.extra.get(name)
+        if value not in (None, ""):
+            resource[name] = value
     return resource
 
 
 def _runtime(stored, live):
     runtime = {
-        "status": stored.get("status", "unbound"), "transition": stored.get("transition", ""),
-        "generation": stored.get("generation", 0), "selected": stored.get("selected"),
-        "selection_revision": stored.get("selection_revision", 0),
+        "status": stored.status, "transition": stored.transition, "generation": stored.generation,
+        "selected": stored.selected, "selection_revision": stored.selection_revision,
     }
     for name in ("effective", "last_known", "acp_session_id", "recovery"):
-        if stored.get(name):
-            runtime[name] = stored[name]
-    if stored.get("process"):
-        runtime["process"] = {k: stored["process"].get(k) for k in ("pid", "start_time")}
+        if getattr(stored, name):
+            runtime[name] = getattr(stored, name)
+    if stored.process:
+        runtime["process"] = {k: stored.process.get(k) for k in ("pid", "start_time")}
     if live:
         runtime.update(live)
     return runtime
@@ -63,13 +62,22 @@ def _lineage(stored):
     return lineage
 
 
-def stored_health(document):
-    """Health of a session with no live runtime in this daemon."""
-    stopped = document["state"] == "stopped"
-    return {"state": "stopped" if stopped else "idle", "health": "unknown" if stopped else "healthy",
-            "active_prompt": False, "attachable": False,
-            "eligible_for_wake": not stopped and not document.get("archived"),
-            **({"ineligibility_reason": "session_not_attachable"} if stopped else {})}
+def health(record, bound=None, prompting=False):
+    """The health record of a session: bound is None when no runtime of it lives in this daemon
+    (the stored view), else whether its agent process is alive; prompting when a turn runs."""
+    stopped = record.state == "stopped"
+    if stopped or bound is None:
+        return {"state": "stopped" if stopped else "idle", "health": "unknown" if stopped else "healthy",
+                "active_prompt": False, "attachable": False,
+                "eligible_for_wake": not stopped and not record.archived,
+                **({"ineligibility_reason": "session_not_attachable"} if stopped else {})}
+    status = record.runtime.status
+    degraded = (not bound and status != "unbound") or record.attention or status == "recovering"
+    active = record.state == "active"
+    return {"state": "prompting" if prompting else "idle", "health": "degraded" if degraded else "healthy",
+            "active_prompt": prompting, "attachable": active and bound and not record.failure,
+            "eligible_for_wake": active and not prompting and not record.archived,
+            **({"ineligibility_reason": "session_prompt_active"} if prompting else {})}
 
 
 def compact_status(resource):

@@ -84,12 +84,12 @@ class Admission:
     def _check_admissible(self, session, mode):
         if not self.services.accepting:
             raise CompozyError("new_work_admission_unavailable", "the daemon is shutting down")
-        document = session.document
-        if document.get("archived"):
+        record = session.record
+        if record.archived:
             raise CompozyError("session_archived", "unarchive the session before prompting it")
-        if session.stop_operation is not None or document["state"] == SessionState.STOPPING:
+        if session.stop_operation is not None or record.state == SessionState.STOPPING:
             raise CompozyError("session_stop_in_progress", "the session is stopping")
-        if document["state"] == SessionState.STOPPED and mode is not None:
+        if record.state == SessionState.STOPPED and mode is not None:
             raise CompozyError("session_not_active", "a stopped session restarts only on a normal prompt "
                                "(without mode); queue, steer and interrupt never restart it")
 
@@ -110,7 +110,7 @@ class Admission:
         return self._steer(session, current, turn, print_)
 
     def _start(self, session, turn, print_):
-        if session.document["state"] == SessionState.STOPPED:
+        if session.state == SessionState.STOPPED:
             session.change_state(SessionState.STARTING)  # stopped -> starting: a normal prompt restores it
         result = {"disposition": Disposition.STARTED.value, "turn_id": turn.id, "message_id": turn.message_id,
                   "idempotency_key": turn.idempotency_key, "replayed": False}

@@ -26,8 +26,8 @@ class Binder:
 
     def bind(self, session, turn, transition=None):
         """Make session.runtime serve turn's snapshot; returns the replay reason or None."""
-        stored = session.document["runtime"]
-        routes = routes_for(session.agent, stored.get("selected"), turn.snapshot)
+        stored = session.record.runtime
+        routes = routes_for(session.agent, stored.selected, turn.snapshot)
         runtime = session.runtime
         if runtime is not None and runtime.alive and not runtime.effective.get("stale"):
             target = next((t for _, t in routes if t["provider"] == runtime.provider.name), routes[0][1])
@@ -39,11 +39,11 @@ class Binder:
                                previous=runtime)
         if runtime is not None:
             self.retire(session, RuntimeTransition.PROCESS_REPLACEMENT)
-        accepted = stored.get("route")
+        accepted = stored.route
         if accepted and len(routes) > 1:
             routes = [r for r in routes if r[0] == accepted] or routes
         if transition is None:
-            transition = RuntimeTransition.INITIAL_BIND if not stored.get("acp_session_id") else \
+            transition = RuntimeTransition.INITIAL_BIND if not stored.acp_session_id else \
                 RuntimeTransition.PROCESS_REPLACEMENT
         return self._start(session, routes, transition, allow_load=True)
 
@@ -93,14 +93,14 @@ class Binder:
         if provider is None:
             raise BindFailure(CompozyError("provider_unavailable", f"no provider named {target['provider']!r}"),
                               "startup_failure")
-        stored = session.document["runtime"]
+        stored = session.record.runtime
         listener = RuntimeEvents(session, self.requests, self._lost_outside_turn)
-        runtime = launch(provider, session.id, session.document["cwd"], listener, str(self.services.home.root))
+        runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root))
         session.candidate = runtime
         try:
-            last_provider = (stored.get("last_known") or {}).get("provider")
-            load_id = stored.get("acp_session_id") if allow_load and last_provider == provider.name else None
-            loaded = open_session(runtime, session.document["cwd"], load_id)
+            last_provider = (stored.last_known or {}).get("provider")
+            load_id = stored.acp_session_id if allow_load and last_provider == provider.name else None
+            loaded = open_session(runtime, session.record.cwd, load_id)
             configure(runtime, target)
         except BindFailure:
             session.candidate = None
@@ -122,7 +122,7 @@ class Binder:
             session.update_runtime(status=RuntimeStatus.READY, transition="", acp_session_id=runtime.acp_session_id,
                                    effective=runtime.effective, last_known=_identity(runtime.effective),
                                    process={**runtime.process.identity.to_dict()}, route=number)
-            if session.document.get("failure"):
+            if session.record.failure:
                 session.save(failure=None)
         log.info("session %s bound to %s (acp session %s, %s)", session.id, runtime.provider.name,
                  runtime.acp_session_id, transition.value or "bind")

@@ -51,15 +51,14 @@ class Reconciler:
     def _reconcile_directory(self, session_id, mtime=None):
         try:
             document = self.store.read_directory(session_id)
+            reason = skip_reason(document) if document["id"] == session_id else "id_mismatch"
+            if reason:
+                self._skip(session_id, document, reason)
+            else:
+                self.store.index(self.store.typed(document), meta_mtime=mtime)
         except MetaError as exc:
             log.warning("cannot recover session %s: %s", session_id, exc)
             self._orphan_existing_row(session_id)
-            return
-        reason = skip_reason(document) if document["id"] == session_id else "id_mismatch"
-        if reason:
-            self._skip(session_id, document, reason)
-        else:
-            self.store.index(document, meta_mtime=mtime)
 
     def _skip(self, session_id, document, reason):
         self.skipped[session_id] = reason

@@ -26,8 +26,8 @@ def write_bundle(home, session, runtime, failure_kind, error_text):
     bundle = {
         "schema": SCHEMA,
         "created_at": now_iso(),
-        "session": {"id": session.id, "workspace_id": session.document["workspace_id"],
-                    "agent_name": session.document["agent_name"], "type": session.document["type"],
+        "session": {"id": session.id, "workspace_id": session.record.workspace_id,
+                    "agent_name": session.record.agent_name, "type": session.record.type,
                     "acp_session_id": runtime.acp_session_id if runtime else None},
         "provider": {"name": provider.name if provider else None,
                      "command": [redact(part) for part in provider.command] if provider else None,

@@ -6,7 +6,7 @@ Layer 4. Creation never accepts a prompt or runtime selector.
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_id
-from compozy.session.records import new_document
+from compozy.session.records import new_record
 from compozy.states import CREATE_LINEAGE_KINDS, LineageKind
 
 
@@ -21,10 +21,10 @@ def create_session(body, *, config, workspaces, store):
                                         else workspaces.for_path(body["workspace_path"]))  # step 1: and the workspace
     session_id = new_id("sess")
     lineage = _lineage(body, workspace, store, session_id)
-    document = new_document(session_id, name=body.get("name"), session_type=body.get("type", "user"),
+    record = new_record(session_id, name=body.get("name"), session_type=body.get("type", "user"),
                             agent_name=agent.name, workspace_id=workspace["id"], cwd=workspace["path"],
                             lineage=lineage)
-    return store.create(document)  # steps 2-5: directory, events.db, meta.json + catalog, active/unbound
+    return store.create(record)  # steps 2-5: directory, events.db, meta.json + catalog, active/unbound
 
 
 def _lineage(body, workspace, store, session_id):
@@ -39,11 +39,11 @@ def _lineage(body, workspace, store, session_id):
                 "root_session_id": session_id, "spawn_depth": 0}
     validate_id(parent_id, "sess", field="parent_session_id", not_found="parent_session_not_found")
     parent = store.get(parent_id)
-    if parent is None or parent["workspace_id"] != workspace["id"]:
+    if parent is None or parent.workspace_id != workspace["id"]:
         raise CompozyError("parent_session_not_found",
                            f"parent session {parent_id} does not exist in workspace {workspace['name']}",
                            parent_session_id=parent_id)
-    parent_lineage = parent.get("lineage") or {}
+    parent_lineage = parent.lineage or {}
     return {"kind": kind or LineageKind.PROVENANCE.value, "parent_session_id": parent_id,
             "root_session_id": parent_lineage.get("root_session_id") or parent_id,
             "spawn_depth": int(parent_lineage.get("spawn_depth") or 0) + 1}

@@ -37,8 +37,8 @@ def stop_for(stopper, session, cause, failure_code):
 
 
 def archive(stopper, session, stop_first):
-    if session.document.get("archived"):
-        return session.document
+    if session.record.archived:
+        return session.record
     if session.state != SessionState.STOPPED:
         if not stop_first:
             raise CompozyError("session_not_stopped", "only a stopped session is archived; pass stop=true "
@@ -52,6 +52,6 @@ def archive(stopper, session, stop_first):
 
 def unarchive(session):
     with session.lock:
-        if not session.document.get("archived"):
-            return session.document
+        if not session.record.archived:
+            return session.record
         return session.save(archived=False, archived_at=None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from compozy import serialize
 from compozy.clock import now_iso
 from compozy.session.feed import Feed
-from compozy.states import RUNTIME, SESSION, RuntimeStatus, SessionState
+from compozy.states import RUNTIME, SESSION
 
 log = logging.getLogger("compozy.session")
 
@@ -34,12 +34,12 @@ class Services:
 
 
 class LiveSession:
-    def __init__(self, services, document):
+    def __init__(self, services, record):
         self.services = services
-        self.id = document["id"]
+        self.id = record.id
         self.lock = threading.RLock()
-        self.document = document
-        self.log = services.store.events(document)
+        self.record = record
+        self.log = services.store.events(record)
         services.store.logs.pin(self.id)
         self.feed = Feed(start=self.log.last_sequence())
         self.runtime = None
@@ -49,41 +49,41 @@ class LiveSession:
         self.stop_operation = None
         self.permissions = {}  # request_id -> PendingPermission
         self.inflight = {}  # idempotency_key -> Turn still binding
-        self.activity = {"last_activity_at": (document.get("activity") or {}).get("last_activity_at"),
+        self.activity = {"last_activity_at": (record.activity or {}).get("last_activity_at"),
                          "last_activity_kind": None}
         self.idle_since = None
         self.releasing = False  # an idle release is stopping the agent
 
     @property
     def agent(self):
-        return self.services.config.agent(self.document["agent_name"])
+        return self.services.config.agent(self.record.agent_name)
 
     @property
     def state(self):
-        return self.document["state"]
+        return self.record.state
 
     # -- durable writes --------------------------------------------------------------------
 
     def save(self, **changes):
+        """Change fields of the record and write it: meta.json, then the catalog row."""
         with self.lock:
-            self.document.update(changes)
-            self.document.setdefault("fences", {})["max_sequence"] = self.log.last_sequence()
-            self.services.store.save(self.document)
+            self.record.change(**changes)
+            self.record.fences = {**(self.record.fences or {}), "max_sequence": self.log.last_sequence()}
+            self.services.store.save(self.record)
             self._catalog_changed()
-        return self.document
+        return self.record
 
     def change_state(self, new_state, **changes):
         """The one way the lifecycle state changes: an edge of the session table."""
         with self.lock:
-            return self.save(state=SESSION.check(self.document["state"], new_state).value, **changes)
+            return self.save(state=SESSION.check(self.record.state, new_state).value, **changes)
 
     def runtime_with(self, **fields):
         """The stored runtime with fields changed; a new status must be an edge of the runtime table."""
-        runtime = dict(self.document.get("runtime") or {})
+        runtime = self.record.runtime
         if "status" in fields:
-            fields["status"] = RUNTIME.check(runtime.get("status", RuntimeStatus.UNBOUND), fields["status"]).value
-        runtime.update(fields)
-        return runtime
+            fields["status"] = RUNTIME.check(runtime.status, fields["status"]).value
+        return runtime.replace(**fields)
 
     def update_runtime(self, **fields):
         with self.lock:
@@ -96,7 +96,7 @@ class LiveSession:
         return records
 
     def append_event(self, kind, content, turn_id=None):
-        return self.append([(kind, turn_id, content, self.document["agent_name"])])[0]
+        return self.append([(kind, turn_id, content, self.record.agent_name)])[0]
 
     def marker(self, kind, summary, turn_id=None, **evidence):
         marker = {"kind": kind, "occurred_at": now_iso(), "summary": summary[:2048]}
@@ -110,7 +110,7 @@ class LiveSession:
     def _catalog_changed(self):
         self.services.catalog_feed.publish_counted(
             {"type": "session_catalog_changed", "change": "upserted", "session_id": self.id,
-             "workspace_id": self.document["workspace_id"]})
+             "workspace_id": self.record.workspace_id})
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -129,21 +129,8 @@ class LiveSession:
                     "supervision": supervision_view(self)}
 
     def health(self):
-        document, runtime, turn = self.document, self.runtime, self.turn
-        if document["state"] == SessionState.STOPPED:
-            return serialize.stored_health(document)
-        bound = runtime is not None and runtime.alive
-        status = (document.get("runtime") or {}).get("status")
-        health = "healthy" if bound or status == RuntimeStatus.UNBOUND else "degraded"
-        if document.get("attention") or status == RuntimeStatus.RECOVERING:
-            health = "degraded"
-        record = {"state": "prompting" if turn else "idle", "health": health, "active_prompt": turn is not None,
-                  "attachable": document["state"] == SessionState.ACTIVE and bound and not document.get("failure"),
-                  "eligible_for_wake": document["state"] == SessionState.ACTIVE and turn is None
-                  and not document.get("archived")}
-        if turn is not None:
-            record["ineligibility_reason"] = "session_prompt_active"
-        return record
+        runtime, turn = self.runtime, self.turn
+        return serialize.health(self.record, runtime is not None and runtime.alive, turn is not None)
 
     def current_turn_id(self):
         turn = self.turn
@@ -173,7 +160,7 @@ class RuntimeEvents:
             return
         turn = self.session.turn
         turn_id = turn.id if turn is not None and turn.accepts_output else None
-        agent_name = self.session.document["agent_name"]
+        agent_name = self.session.record.agent_name
         self.session.append([(kind, turn_id, content, agent_name) for kind, content in events])
         self.session.touch(events[-1][0])
         if turn is not None:

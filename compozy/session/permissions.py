@@ -50,8 +50,8 @@ class AgentRequests:
     def workspace_root(self, session):
         """The canonical folder stored at registration (never re-resolved); None for a workspace
         registered before the home rules, which may hold the daemon's home: it gets no file access."""
-        workspace = self.services.catalog.workspace(session.document["workspace_id"])
-        root = workspace["path"] if workspace else session.document["cwd"]
+        workspace = self.services.catalog.workspace(session.record.workspace_id)
+        root = workspace["path"] if workspace else session.record.cwd
         if unsafe_reason(root, protected_homes(self.services.home.root)):
             return None
         return root

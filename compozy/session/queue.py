@@ -136,11 +136,11 @@ class InputQueue:
     def _resolved(session, turn):
         """A queued prompt keeps the runtime accepted with it, whatever the binding does later:
         the agent's defaults, then what is in effect now, then the selection, then its own snapshot."""
-        stored = session.document["runtime"]
+        stored = session.record.runtime
         runtime = session.runtime
         in_effect = runtime.effective if runtime is not None and runtime.alive else \
-            (stored.get("effective") or stored.get("last_known"))
-        return layer(session.agent.defaults(), in_effect, stored.get("selected"), turn.snapshot)
+            (stored.effective or stored.last_known)
+        return layer(session.agent.defaults(), in_effect, stored.selected, turn.snapshot)
 
     # -- what the runner reports ---------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Session records: the meta.json document, its directory, and the catalog index kept in step.
+"""The session store: each SessionRecord's directory, its meta.json, and the catalog index kept in step.
 
 Layer 4. The directory is the source of truth: meta.json is written first, the catalog row second,
 so a crash between the two is repaired by boot reconciliation.
@@ -13,7 +13,7 @@ from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.paths import make_private_dir
 from compozy.serialize import session_resource
-from compozy.states import RuntimeStatus, SessionState
+from compozy.session.record import RuntimeRecord, SessionRecord
 from compozy.store.meta import MetaError, read_meta, write_meta
 
 log = logging.getLogger("compozy.session")
@@ -21,20 +21,11 @@ log = logging.getLogger("compozy.session")
 TRASH_PREFIX = ".removing-"
 
 
-def new_document(session_id, *, name, session_type, agent_name, workspace_id, cwd, lineage):
+def new_record(session_id, *, name, session_type, agent_name, workspace_id, cwd, lineage):
+    """An active session with its runtime unbound."""
     stamp = now_iso()
-    return {
-        "id": session_id, "name": name, "type": session_type, "agent_name": agent_name,
-        "workspace_id": workspace_id, "cwd": cwd, "state": SessionState.ACTIVE.value,
-        "created_at": stamp, "updated_at": stamp, "archived": False, "archived_at": None,
-        "lineage": lineage,
-        "runtime": {"status": RuntimeStatus.UNBOUND.value, "transition": "", "generation": 0,
-                    "selected": None, "selection_revision": 0, "effective": None, "last_known": None,
-                    "acp_session_id": None, "process": None, "recovery": None},
-        "fences": {"epoch": 0, "generation": 0},
-        "stop_reason": None, "stop_detail": None, "failure": None, "attention": None,
-        "escalated": False, "verified": None,
-    }
+    return SessionRecord(session_id, session_type, agent_name, workspace_id, cwd, stamp, stamp, name=name,
+                         lineage=lineage, runtime=RuntimeRecord())
 
 
 class SessionStore:
@@ -43,48 +34,62 @@ class SessionStore:
     def __init__(self, home, catalog, logs):
         self.home, self.catalog, self.logs = home, catalog, logs
 
-    def create(self, document):
+    def create(self, record):
         """Directory, events.db, meta.json, then the catalog row (the seed's creation steps 2-4)."""
-        directory = self.home.session_dir(document["id"])
+        directory = self.home.session_dir(record.id)
         make_private_dir(directory)
-        self.logs.get(document["id"], document["workspace_id"]).create()
-        self.save(document, touch=False)
-        return document
+        self.logs.get(record.id, record.workspace_id).create()
+        self.save(record, touch=False)
+        return record
 
-    def save(self, document, touch=True):
+    def save(self, record, touch=True):
         if touch:
-            document["updated_at"] = now_iso()
-        path = self.home.meta_file(document["id"])
+            record.updated_at = now_iso()
+        path = self.home.meta_file(record.id)
+        document = record.to_dict()
         write_meta(path, document)
-        self.index(document, meta_mtime=os.stat(path).st_mtime_ns)
-        return document
+        self.index(record, document, meta_mtime=os.stat(path).st_mtime_ns)
+        return record
 
-    def index(self, document, orphaned=False, meta_mtime=None):
+    def index(self, record, document=None, orphaned=False, meta_mtime=None):
         """The catalog row, with the rendered read a list returns for sessions not live here."""
-        max_sequence = (document.get("fences") or {}).get("max_sequence", 0)
-        resource = json.dumps(session_resource(document, None, max_sequence), separators=(",", ":"))
-        self.catalog.upsert_session(document, resource, orphaned, meta_mtime)
+        max_sequence = (record.fences or {}).get("max_sequence", 0)
+        resource = json.dumps(session_resource(record, None, max_sequence), separators=(",", ":"))
+        self.catalog.upsert_session(document or record.to_dict(), resource, orphaned, meta_mtime)
 
     def get(self, session_id):
-        """The indexed document, or None when the catalog does not know the ID."""
-        return self.catalog.session_doc(session_id)
+        """The indexed record, or None when the catalog does not know the ID."""
+        document = self.catalog.session_doc(session_id)
+        return SessionRecord.from_dict(document) if document is not None else None
 
     def require(self, session_id, workspace_id=None):
-        document = self.get(session_id)
-        flags = document and self.catalog.session_flags(session_id)
-        if document is None or flags["orphaned"] or (workspace_id and document["workspace_id"] != workspace_id):
+        record = self.get(session_id)
+        flags = record and self.catalog.session_flags(session_id)
+        if record is None or flags["orphaned"] or (workspace_id and record.workspace_id != workspace_id):
             raise CompozyError("session_not_found", f"no session {session_id}", session_id=session_id)
-        return document
+        return record
 
-    def events(self, document):
-        return self.logs.get(document["id"], document["workspace_id"])
+    def in_states(self, states):
+        return [SessionRecord.from_dict(d) for d in self.catalog.documents_in_states(states)]
+
+    def events(self, record):
+        return self.logs.get(record.id, record.workspace_id)
 
     def read_directory(self, session_id):
+        """meta.json as stored (upgraded in memory); MetaError when it cannot be read."""
         return read_meta(self.home.meta_file(session_id))
 
-    def remove(self, document):
+    @staticmethod
+    def typed(document):
+        """The record of a meta.json document; MetaError when it lacks a field every session has."""
+        try:
+            return SessionRecord.from_dict(document)
+        except TypeError as exc:
+            raise MetaError(f"session {document.get('id')}: not a complete session document ({exc})") from None
+
+    def remove(self, record):
         """Rename the directory away, drop the catalog row, then delete; never half-removed."""
-        session_id = document["id"]
+        session_id = record.id
         self.logs.forget(session_id)
         directory = self.home.session_dir(session_id)
         trash = directory.with_name(TRASH_PREFIX + session_id)
@@ -114,4 +119,4 @@ class SessionStore:
         return found
 
 
-__all__ = ["SessionStore", "new_document", "MetaError"]
+__all__ = ["SessionStore", "new_record", "MetaError"]

@@ -69,7 +69,7 @@ class Recovery:
 
     def _wait_backoff(self, session, turn, state, error):
         delay = DELAYS[state["attempt"] - 1]
-        generation = int(session.document["runtime"].get("generation") or 0) + 1
+        generation = int(session.record.runtime.generation or 0) + 1
         clock = self.services.clock
         state.update(generation=generation, last_attempt_at=self._now_iso(),
                      next_attempt_at=iso_from_epoch(clock.wall() + delay), last_error=error[:500])

@@ -20,18 +20,18 @@ TURN_INTERRUPTED = "Session interrupted before a terminal prompt event was persi
 AGENT_HOME_MARK = "COMPOZY_AGENT_HOME"
 
 
-def stale_classification(document):
+def stale_classification(record):
     """(stop_reason, failure_kind, detail) for a live state found at boot, or None to keep it."""
-    state, runtime = document["state"], document.get("runtime") or {}
+    state, runtime = record.state, record.runtime
     if state == SessionState.STOPPING:
         return StopReason.AGENT_CRASHED, FailureKind.PROCESS_EXIT, "stop did not complete"
     if state == SessionState.STARTING:
         return StopReason.ERROR, FailureKind.STARTUP_FAILURE, "start did not complete"
     if state != SessionState.ACTIVE:
         return None
-    if runtime.get("process") or runtime.get("status") not in (None, RuntimeStatus.UNBOUND):
+    if runtime.process or runtime.status != RuntimeStatus.UNBOUND:
         return StopReason.AGENT_CRASHED, FailureKind.PROCESS_EXIT, "daemon crashed while session active"
-    if runtime.get("acp_session_id"):
+    if runtime.acp_session_id:
         return StopReason.SHUTDOWN, None, "daemon exited while the idle session runtime was released"
     return None  # never bound: nothing ran, nothing was lost; it stays active and unbound
 
@@ -49,23 +49,21 @@ def kill_orphans(home, processes):
 def classify_stale(store):
     """Boot rules for sessions left starting, active or stopping; returns the repaired IDs."""
     changed = []
-    for document in store.catalog.documents_in_states((SessionState.STARTING, SessionState.ACTIVE,
-                                                        SessionState.STOPPING)):
-        verdict = stale_classification(document)
+    for record in store.in_states((SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING)):
+        verdict = stale_classification(record)
         if verdict is None:
             continue
         reason, kind, detail = verdict
-        stale, runtime = document["state"], dict(document.get("runtime") or {})
-        status = RUNTIME.check(runtime.get("status", RuntimeStatus.UNBOUND), RuntimeStatus.UNBOUND, repair=True)
-        runtime.update(status=status.value, transition="", process=None, recovery=None, effective=None)
-        document.update(state=SESSION.check(stale, SessionState.STOPPED, repair=True).value,
-                        stop_reason=reason.value, stop_detail=detail, runtime=runtime, verified=True)
+        stale = record.state
+        status = RUNTIME.check(record.runtime.status, RuntimeStatus.UNBOUND, repair=True)
+        record.change(state=SESSION.check(stale, SessionState.STOPPED, repair=True).value, stop_reason=reason.value,
+                      stop_detail=detail, verified=True, runtime=record.runtime.replace(
+                          status=status.value, transition="", process=None, recovery=None, effective=None))
         if kind is not None:
-            document["failure"] = {"kind": kind.value, "summary": detail}
-        store.save(document)
-        log.warning("session %s was %s at an unclean exit: stopped (%s, %s)", document["id"], stale,
-                    reason.value, detail)
-        changed.append(document["id"])
+            record.failure = {"kind": kind.value, "summary": detail}
+        store.save(record)
+        log.warning("session %s was %s at an unclean exit: stopped (%s, %s)", record.id, stale, reason.value, detail)
+        changed.append(record.id)
     return changed
 
 
@@ -75,10 +73,10 @@ def settle_control_rows(store):
     for admission in catalog.admissions_in_state(AdmissionState.BINDING):
         move_admission(catalog, admission["id"], AdmissionState.BINDING, AdmissionState.WITHDRAWN, repair=True)
     for session_id in catalog.sessions_with_entries((QueueStatus.DISPATCHING,)):
-        document = store.get(session_id)
+        record = store.get(session_id)
         for entry in catalog.entries(session_id, (QueueStatus.DISPATCHING,)):
-            sent = document and any(e["type"] == "user_message" for e in
-                                    store.events(document).read(turn_id=entry["turn_id"], limit=1))
+            sent = record and any(e["type"] == "user_message" for e in
+                                  store.events(record).read(turn_id=entry["turn_id"], limit=1))
             move_entry(catalog, entry["id"], QueueStatus.DISPATCHING, QueueStatus.SENT if sent else QueueStatus.QUEUED,
                        repair=True)
     catalog.orphan_pending_interactions()
@@ -120,20 +118,20 @@ def apply_repair(log_, agent_name, turn_id, actions):
     return log_.append(items)
 
 
-def repair(store, document, dry_run=False, force=False, publish=None):
+def repair(store, record, dry_run=False, force=False, publish=None):
     """The append-only transcript repair, as POST .../repair and boot run it."""
-    if document["state"] != SessionState.STOPPED:
+    if record.state != SessionState.STOPPED:
         raise CompozyError("session_not_stopped", "repair runs on stopped sessions; stop it first")
-    if document.get("stop_reason") not in REPAIRABLE_REASONS and not force:
-        raise CompozyError("repair_requires_force", f"stop_reason {document.get('stop_reason')!r} is not "
+    if record.stop_reason not in REPAIRABLE_REASONS and not force:
+        raise CompozyError("repair_requires_force", f"stop_reason {record.stop_reason!r} is not "
                            "agent_crashed or error; pass force to repair anyway")
-    log_ = store.events(document)
+    log_ = store.events(record)
     turn_id, turn_events = last_turn_events(log_)
     actions = plan_repair(turn_id, turn_events)
-    result = {"session_id": document["id"], "dry_run": dry_run, "turn_id": turn_id, "actions": actions,
+    result = {"session_id": record.id, "dry_run": dry_run, "turn_id": turn_id, "actions": actions,
               "issues": [] if actions else ["no_repairable_turn"], "applied": False}
     if actions and not dry_run:
-        records = apply_repair(log_, document["agent_name"], turn_id, actions)
+        records = apply_repair(log_, record.agent_name, turn_id, actions)
         result["applied"] = True
         result["appended_sequences"] = [r["sequence"] for r in records]
         if publish:
@@ -143,14 +141,14 @@ def repair(store, document, dry_run=False, force=False, publish=None):
 
 def repair_at_boot(store):
     repaired = []
-    for document in store.catalog.documents_in_states((SessionState.STOPPED,)):
-        if document.get("stop_reason") not in REPAIRABLE_REASONS:
+    for record in store.in_states((SessionState.STOPPED,)):
+        if record.stop_reason not in REPAIRABLE_REASONS:
             continue
         try:
-            if repair(store, document)["applied"]:
-                repaired.append(document["id"])
+            if repair(store, record)["applied"]:
+                repaired.append(record.id)
         except Exception:  # noqa: BLE001 (one unreadable store must not stop the boot)
-            log.exception("transcript repair of %s failed", document["id"])
+            log.exception("transcript repair of %s failed", record.id)
     for session_id in repaired:
         log.warning("repaired the interrupted transcript of %s by appending", session_id)
     return repaired

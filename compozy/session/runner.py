@@ -111,13 +111,13 @@ class Runner:
     def _started(self, session, turn):
         self.queue.started(session, turn)
         session.inflight.pop(turn.idempotency_key, None)  # after the result is durable: a retry replays it
-        if session.document["state"] == SessionState.STARTING:
+        if session.state == SessionState.STARTING:
             session.change_state(SessionState.ACTIVE, stop_reason=None, stop_detail=None, verified=None)
 
     def _refused(self, session, turn, error):
         session.inflight.pop(turn.idempotency_key, None)
         self.queue.refused(session, turn, error)
-        if session.document["state"] == SessionState.STARTING:
+        if session.state == SessionState.STARTING:
             session.change_state(SessionState.STOPPED, stop_reason="error",
                                  stop_detail=f"start did not complete: {error.code}",
                                  failure={"kind": "startup_failure", "summary": error.message[:500]})
@@ -224,5 +224,4 @@ class Runner:
             session.append_event(kind, content, turn.id)
             self._advance(session, turn)
         session.touch(kind)
-        runtime = session.document.get("runtime") or {}
-        session.save(activity=dict(session.activity), runtime={**runtime, "last_known": runtime.get("last_known")})
+        session.save(activity=dict(session.activity))

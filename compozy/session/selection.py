@@ -9,7 +9,7 @@ from compozy.session.snapshots import check_snapshot
 
 
 def _check_revision(session, expected):
-    current = int(session.document["runtime"].get("selection_revision") or 0)
+    current = int(session.record.runtime.selection_revision or 0)
     if expected != current:
         raise CompozyError("revision_conflict", f"expected_revision {expected} is stale; the selection is at "
                            f"revision {current}", current_revision=current)
@@ -24,7 +24,7 @@ def set_selection(session, body):
     with session.lock:
         revision = _check_revision(session, body["expected_revision"])
         session.update_runtime(selected=snapshot, selection_revision=revision + 1)
-    return session.document
+    return session.record
 
 
 def clear_selection(session, expected_revision):
@@ -33,4 +33,4 @@ def clear_selection(session, expected_revision):
     with session.lock:
         revision = _check_revision(session, expected_revision)
         session.update_runtime(selected=None, selection_revision=revision + 1)
-    return session.document
+    return session.record

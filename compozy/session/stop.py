@@ -42,13 +42,13 @@ class Stopper:
     def request(self, session, cause, wait, detail=None):
         """(outcome, accepted_now): an already stopped session answers without a new operation."""
         with session.lock:
-            document = session.document
-            if document["state"] == SessionState.STOPPED:
-                return self.already_stopped(document), False
+            record = session.record
+            if record.state == SessionState.STOPPED:
+                return self.already_stopped(record), False
             operation = session.stop_operation
             if operation is None:
                 operation = session.stop_operation = StopOperation(StopCause(cause), self.clock.monotonic(), detail)
-                if document["state"] != SessionState.STOPPING:
+                if record.state != SessionState.STOPPING:
                     session.change_state(SessionState.STOPPING)  # active|starting -> stopping
                 threading.Thread(target=self._run, args=(session, operation), name=f"stop-{session.id}",
                                  daemon=True).start()
@@ -58,9 +58,9 @@ class Stopper:
         return None, True
 
     @staticmethod
-    def already_stopped(document):
-        return {"state": SessionState.STOPPED.value, "verified": document.get("verified") is not False,
-                "escalated": bool(document.get("escalated")), "stop_cause": None, "phase": "already_stopped",
+    def already_stopped(record):
+        return {"state": SessionState.STOPPED.value, "verified": record.verified is not False,
+                "escalated": bool(record.escalated), "stop_cause": None, "phase": "already_stopped",
                 "stopped_after": 0.0}
 
     def _run(self, session, operation):
@@ -105,7 +105,7 @@ class Stopper:
 
     def _stop_recorded(self, session):
         """A process recorded by an earlier attempt or daemon: prove it gone by identity."""
-        identity = proc.ProcessIdentity.from_dict((session.document.get("runtime") or {}).get("process") or {})
+        identity = proc.ProcessIdentity.from_dict(session.record.runtime.process or {})
         if identity is None:
             return None
         if not self.processes.alive(identity) and not self.processes.related(identity, None):
@@ -130,7 +130,7 @@ class Stopper:
                 session.append_event("session.supervision_stopped", {"cause": cause.value, "verified": True})
             session.append_event("session_stopped", {"stop_reason": reason.value, "stop_detail": detail,
                                                      "stop_cause": cause.value, "escalated": escalated,
-                                                     "failure": session.document.get("failure")})
+                                                     "failure": session.record.failure})
             session.change_state(SessionState.STOPPED, stop_reason=reason.value, stop_detail=detail,
                                  verified=True, escalated=escalated, attention=None, runtime=runtime,
                                  stopped_at=iso_from_epoch(self.clock.wall()))

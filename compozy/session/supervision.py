@@ -44,7 +44,7 @@ def supervision_view(session):
 def _live_children(session):
     registry = session.services.live_sessions
     sessions = registry() if registry else []
-    return [s for s in sessions if (s.document.get("lineage") or {}).get("parent_session_id") == session.id]
+    return [s for s in sessions if (s.record.lineage or {}).get("parent_session_id") == session.id]
 
 
 class Supervisor:
@@ -139,7 +139,7 @@ class Supervisor:
         if session.permissions or session.stop_operation is not None or session.releasing \
                 or self.services.catalog.count_entries(session.id) or _live_children(session):
             return
-        if session.document["state"] != SessionState.ACTIVE:
+        if session.state != SessionState.ACTIVE:
             return
         session.releasing = True
         threading.Thread(target=self._release, args=(session, runtime), name=f"release-{session.id}",
@@ -156,7 +156,7 @@ class Supervisor:
                 session.update_runtime(status=RuntimeStatus.UNBOUND, transition="")
             report = self.binder.stop_process(runtime)
             with session.lock:
-                recorded = (session.document["runtime"].get("process") or {}).get("pid")
+                recorded = (session.record.runtime.process or {}).get("pid")
                 if report.verified and recorded == runtime.process.pid:
                     session.update_runtime(process=None)  # identity kept until exit is proven
             if report.verified:

@@ -85,7 +85,7 @@ def test_silence_warns_once_then_stops_for_inactivity(world, clock):
     _at(manager, session, clock, 40 * 60)
     assert session.stop_operation is not None and session.stop_operation.cause == "inactivity"
     session.stop_operation.done.wait(10)
-    assert session.state == "stopped" and session.document["stop_reason"] == "timeout"
+    assert session.state == "stopped" and session.record.stop_reason == "timeout"
 
 
 def test_progress_clears_the_warning_and_restarts_the_silence(world, clock):
