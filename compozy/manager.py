@@ -14,20 +14,22 @@ from compozy.clock import SYSTEM
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
-from compozy.session import lifecycle, reads, repair
-from compozy.session.binding import Binder
-from compozy.session.boot import Reconciler
-from compozy.session.creation import create_session
-from compozy.session.engine import TurnEngine
-from compozy.session.feed import Feed
-from compozy.session.live import LiveSession, Services
-from compozy.session.record import SessionRecord
-from compozy.session.permissions import AgentRequests
-from compozy.session.records import SessionStore
-from compozy.session.selection import clear_selection, set_selection
-from compozy.session.stop import Stopper
-from compozy.session.supervision import Supervisor
-from compozy.session.workspaces import Workspaces
+from compozy.session.lifecycle import repair
+from compozy.session.lifecycle import requests as lifecycle
+from compozy.session.lifecycle.boot import Reconciler
+from compozy.session.lifecycle.stop import Stopper
+from compozy.session.lifecycle.supervision import Supervisor
+from compozy.session.records import reads
+from compozy.session.records.creation import create_session
+from compozy.session.records.feed import Feed
+from compozy.session.records.live import LiveSession, Services
+from compozy.session.records.record import SessionRecord
+from compozy.session.records.selection import clear_selection, set_selection
+from compozy.session.records.store import SessionStore
+from compozy.session.records.workspaces import Workspaces
+from compozy.session.turns.binding import Binder
+from compozy.session.turns.engine import TurnEngine
+from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
 from compozy.store.eventlog import EventLogPool

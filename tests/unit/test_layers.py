@@ -10,6 +10,8 @@ Layers (shared/reference/style.md section 6.3, as fixed for this project):
   5 manager
   6 http.*, daemon.*, cli.* (cli.client included)
 A module imports only lower layers; store.*, acp.* and session.* may also import same-package siblings.
+Inside session.*, the sub-packages are ordered records < lifecycle < turns: a module imports only from its
+own sub-package or a lower one.
 Layer 0: errors imports nothing from compozy; ids, states and clock may import errors.
 Layer 6: http.* imports http.* siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api (the operation table), errors, ids and other cli modules at module level, and paths,
@@ -41,6 +43,7 @@ LAYER_OF = {
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
 SIBLING_PACKAGES = ("compozy.store", "compozy.acp", "compozy.session", "compozy.http", "compozy.daemon")
+SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compozy.session.turns")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.settings")
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api")
@@ -68,6 +71,11 @@ def module_name(path):
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def session_rank(module):
+    """The place of a session module's sub-package in SESSION_ORDER (None outside them)."""
+    return next((rank for rank, package in enumerate(SESSION_ORDER) if in_package(module, package)), None)
 
 
 def is_package(module):
@@ -156,6 +164,8 @@ def violations(module, path):
         elif own == 0:
             if module not in LAYER0_IMPORTERS or target != "compozy.errors":
                 problems.append(f"{item}: in layer 0 only ids, states and clock import errors, nothing else")
+        elif in_package(module, "compozy.session") and in_package(target, "compozy.session"):
+            problems += session_problems(item, module, target)
         elif theirs < own:
             pass
         elif theirs == own and any(in_package(module, p) and in_package(target, p) for p in SIBLING_PACKAGES):
@@ -171,9 +181,24 @@ def violations(module, path):
     return problems
 
 
+def session_problems(item, module, target):
+    mine, theirs = session_rank(module), session_rank(target)
+    if mine is None or theirs is None:
+        return [f"{item}: session modules live in {', '.join(SESSION_ORDER)}"]
+    if theirs > mine:
+        return [f"{item}: upward import inside session, from {SESSION_ORDER[mine]} into {SESSION_ORDER[theirs]}"]
+    return []
+
+
 def test_every_module_has_a_layer():
     unplaced = [m for m in MODULE_IDS if layer_of(m) is None and not in_package(m, "compozy.agents")]
     assert unplaced == []
+
+
+def test_every_session_module_lives_in_an_ordered_sub_package():
+    loose = [m for m in MODULE_IDS if in_package(m, "compozy.session") and m != "compozy.session"
+             and session_rank(m) is None]
+    assert loose == []
 
 
 @pytest.mark.parametrize("module, path", MODULES, ids=MODULE_IDS)
@@ -224,7 +249,7 @@ def test_the_walk_sees_known_edges():
         path = PACKAGE_DIR / (module.removeprefix("compozy.").replace(".", "/") + ".py")
         return {i.target for i in imports_of(module, path)}
     assert "compozy.validate" in targets("compozy.manager")  # from compozy import validate as v
-    assert "compozy.session.lifecycle" in targets("compozy.manager")  # from compozy.session import lifecycle
+    assert "compozy.session.records.reads" in targets("compozy.manager")  # from compozy.session.records import reads
     assert "compozy.acp.protocol" in targets("compozy.agents.reference")  # from compozy.acp import protocol
     assert "compozy" in targets("compozy.cli.main")  # from compozy import __version__
     assert "flask" in targets("compozy.http.app")
@@ -237,7 +262,7 @@ def test_the_walk_sees_known_edges():
     ("compozy.clock", "import compozy.states\n", "only ids, states and clock"),
     ("compozy.paths", "from compozy.store import db\n", "upward"),
     ("compozy.redact", "from compozy import validate\n", "sideways"),
-    ("compozy.session.stop", "from compozy import manager\n", "upward"),
+    ("compozy.session.lifecycle.stop", "from compozy import manager\n", "upward"),
     ("compozy.manager", "from compozy.http import app\n", "upward"),
     ("compozy.cli.client", "from compozy.http import guards\n", "cli imports only"),
     ("compozy.http.routes", "from compozy.daemon import process\n", "sideways"),
@@ -246,7 +271,10 @@ def test_the_walk_sees_known_edges():
     ("compozy.cli.session", "from compozy.paths import Home\n", "cli imports only"),
     ("compozy.cli.session", "def f():\n    from compozy.daemon.process import Daemon\n", "cli imports only"),
     ("compozy.agents.reference", "from compozy.errors import CompozyError\n", "agents import only"),
-    ("compozy.session.turns", "def f():\n    from compozy.agents import reference\n", "only cli.agent"),
+    ("compozy.session.turns.turn", "def f():\n    from compozy.agents import reference\n", "only cli.agent"),
+    ("compozy.session.records.live", "from compozy.session.turns.turn import Turn\n", "upward import inside session"),
+    ("compozy.session.lifecycle.stop", "from compozy.session.turns import engine\n", "upward import inside session"),
+    ("compozy.session.records.live", "def f():\n    from compozy.session.lifecycle import stop\n", "upward import"),
 ])
 def test_checker_flags_broken_rules(tmp_path, module, source, expected):
     path = tmp_path / "probe.py"
@@ -258,7 +286,10 @@ def test_checker_flags_broken_rules(tmp_path, module, source, expected):
 @pytest.mark.parametrize("module, source", [
     ("compozy.ids", "from compozy.errors import CompozyError\n"),
     ("compozy.store.catalog", "from compozy.store.db import open_sqlite\n"),
-    ("compozy.session.stop", "from compozy.session import records\nfrom compozy import proc\n"),
+    ("compozy.session.lifecycle.stop", "from compozy.session.records import live\nfrom compozy import proc\n"),
+    ("compozy.session.turns.runner", "from compozy.session.lifecycle.recovery import Resume\n"
+                                     "from compozy.session.records.replay import replay_prompt\n"
+                                     "from compozy.session.turns.turn import Turn\n"),
     ("compozy.cli.main", "def f():\n    from compozy.paths import Home\n    from compozy.config import load\n"),
     ("compozy.daemon.process", "from compozy.http.app import create_app\nfrom compozy.manager import SessionManager\n"),
     ("compozy.daemon.process", "from compozy.daemon.listen import serve\n"),

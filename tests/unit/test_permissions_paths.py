@@ -2,7 +2,7 @@
 
 import os
 
-from compozy.session.permissions import inside
+from compozy.session.turns.permissions import inside
 
 
 def test_paths_inside_the_workspace_resolve(tmp_path):

@@ -3,7 +3,7 @@
 import json
 
 from compozy.config import from_document
-from compozy.session.replay import bounded, compose, fold_history, replay_prompt
+from compozy.session.records.replay import bounded, compose, fold_history, replay_prompt
 
 
 def _event(sequence, kind, text, turn, **extra):

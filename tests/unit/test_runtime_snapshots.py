@@ -4,7 +4,7 @@ import pytest
 
 from compozy.config import from_document
 from compozy.errors import CompozyError
-from compozy.session.snapshots import check_snapshot, layer, routes_for
+from compozy.session.records.snapshots import check_snapshot, layer, routes_for
 
 
 def test_a_snapshot_takes_known_fields_and_typed_options():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compozy import serialize
-from compozy.session.record import ABSENT, RuntimeRecord, SessionRecord
+from compozy.session.records.record import ABSENT, RuntimeRecord, SessionRecord
 from compozy.store.meta import SCHEMA, write_meta
 
 FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "session_records.json").read_text())

@@ -10,8 +10,8 @@ from compozy.config import from_document
 from compozy.ids import new_id
 from compozy.manager import SessionManager
 from compozy.paths import Home
-from compozy.session.live import LiveSession
-from compozy.session.turns import Turn
+from compozy.session.records.live import LiveSession
+from compozy.session.turns.turn import Turn
 from compozy.states import TurnPhase
 from tests.harness.fakes import FakeClock, FakeProcessTable
 

@@ -12,8 +12,8 @@ import threading
 
 from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
 from compozy.errors import CompozyError
-from compozy.session.recovery import Resume
-from compozy.session.replay import replay_prompt
+from compozy.session.lifecycle.recovery import Resume
+from compozy.session.records.replay import replay_prompt
 from compozy.states import MarkerKind, RuntimeStatus, SessionState, TurnPhase
 
 log = logging.getLogger("compozy.runner")

@@ -8,7 +8,7 @@ import logging
 import os
 
 from compozy.ids import is_valid_id
-from compozy.session.records import MetaError
+from compozy.session.records.store import MetaError
 from compozy.states import RETIRED_SPAWN_ROLES, SessionType
 
 log = logging.getLogger("compozy.boot")

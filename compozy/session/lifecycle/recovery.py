@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from compozy.acp.client import BindFailure
 from compozy.clock import iso_from_epoch
-from compozy.session.crash import exit_summary, write_bundle
-from compozy.session.replay import replay_prompt
+from compozy.session.lifecycle.crash import exit_summary, write_bundle
+from compozy.session.records.replay import replay_prompt
 from compozy.states import FailureKind, RuntimeStatus, RuntimeTransition, SessionState, StopReason
 
 log = logging.getLogger("compozy.recovery")

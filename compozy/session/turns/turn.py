@@ -1,6 +1,6 @@
 """A prompt turn: what one prompt is doing, from its admission to its one terminal event.
 
-Layer 4. The runner (session/runner.py) moves a turn through its phases (the TURN table in
+Layer 4. The runner (turns/runner.py) moves a turn through its phases (the TURN table in
 compozy.states); request threads read it to decide busy input, the supervision sweep reads its
 timers, and the agent's reader thread marks its progress.
 """

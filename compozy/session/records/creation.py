@@ -6,7 +6,7 @@ Layer 4. Creation never accepts a prompt or runtime selector.
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_id
-from compozy.session.records import new_record
+from compozy.session.records.store import new_record
 from compozy.states import CREATE_LINEAGE_KINDS, LineageKind
 
 

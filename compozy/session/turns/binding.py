@@ -9,9 +9,9 @@ import logging
 
 from compozy.acp.client import BindFailure, configure, launch, needs_configuration, open_session
 from compozy.errors import CompozyError
-from compozy.session.live import RuntimeEvents
-from compozy.session.recovery import lost_outside_turn
-from compozy.session.snapshots import routes_for
+from compozy.session.records.live import RuntimeEvents
+from compozy.session.lifecycle.recovery import lost_outside_turn
+from compozy.session.records.snapshots import routes_for
 from compozy.states import MarkerKind, RuntimeStatus, RuntimeTransition, SessionState
 
 log = logging.getLogger("compozy.binding")

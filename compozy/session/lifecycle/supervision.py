@@ -14,37 +14,12 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from compozy.clock import iso_from_epoch
+from compozy.session.records.live import live_children
 from compozy.states import MarkerKind, RuntimeStatus, SessionState, StopCause
 
 log = logging.getLogger("compozy.supervision")
 
 SWEEP_SECONDS = 0.25
-
-
-def supervision_view(session):
-    """supervision.work_signals, .sources and .quiet_warning for session reads."""
-    turn = session.turn
-    config, clock = session.services.config, session.services.clock
-    signals = []
-    if turn is not None:
-        quiet = clock.monotonic() - turn.last_progress
-        if quiet < max(config["session.supervision.quiet_after"], SWEEP_SECONDS * 4) or not turn.prompting:
-            signals.append({"kind": "agent_progress", "turn_id": turn.id,
-                            "last_progress_at": iso_from_epoch(clock.wall() - quiet)})
-        for tool_id in sorted(t for t in turn.open_tools if t):
-            signals.append({"kind": "running_tool", "tool_call_id": tool_id})
-        if turn.pending_permissions:
-            signals.append({"kind": "pending_permission", "count": turn.pending_permissions})
-    children = [c for c in _live_children(session) if c.turn is not None]
-    signals += [{"kind": "active_child", "session_id": c.id} for c in children]
-    return {"work_signals": signals, "sources": {"agent": "ok", "tools": "ok", "children": "ok"},
-            "quiet_warning": turn.quiet_warning if turn is not None else None}
-
-
-def _live_children(session):
-    registry = session.services.live_sessions
-    sessions = registry() if registry else []
-    return [s for s in sessions if (s.record.lineage or {}).get("parent_session_id") == session.id]
 
 
 class Supervisor:
@@ -137,7 +112,7 @@ class Supervisor:
         if session.idle_since is None or now - session.idle_since < release_after:
             return
         if session.permissions or session.stop_operation is not None or session.releasing \
-                or self.services.catalog.count_entries(session.id) or _live_children(session):
+                or self.services.catalog.count_entries(session.id) or live_children(session):
             return
         if session.state != SessionState.ACTIVE:
             return
@@ -165,6 +140,3 @@ class Supervisor:
                 log.error("session %s: idle release could not prove exit of pid %s", session.id, runtime.process.pid)
         finally:
             session.releasing = False
-
-
-__all__ = ["Supervisor", "supervision_view", "SWEEP_SECONDS"]

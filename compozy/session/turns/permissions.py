@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 
 from compozy.ids import new_id
-from compozy.session.workspaces import protected_homes, unsafe_reason
+from compozy.session.records.workspaces import protected_homes, unsafe_reason
 from compozy.states import PermissionDecision, PermissionMode
 
 log = logging.getLogger("compozy.permissions")

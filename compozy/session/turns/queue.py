@@ -1,6 +1,6 @@
 """The daemon-owned input of a session, in the catalog: prompt admissions and the input queue.
 
-Layer 4. Every row changes along its table (session.control) and each change of the queue leaves
+Layer 4. Every row changes along its table (records/control.py) and each change of the queue leaves
 a transcript marker. Edit authors a new message_id and idempotency_key unless both originals are
 given to retry the exact same mutation. Nothing here runs a turn: admission writes through this
 queue, and the runner takes entries from it and reports how they went.
@@ -12,10 +12,10 @@ from compozy import serialize
 from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
-from compozy.session.control import move_admission, move_entry
-from compozy.session.messages import check_identity, check_message, fingerprint
-from compozy.session.snapshots import layer
-from compozy.session.turns import Turn
+from compozy.session.records.control import move_admission, move_entry
+from compozy.session.turns.messages import check_identity, check_message, fingerprint
+from compozy.session.records.snapshots import layer
+from compozy.session.turns.turn import Turn
 from compozy.states import AdmissionState, Disposition, MarkerKind, QueueStatus
 
 MARKER_OF = {Disposition.QUEUED: MarkerKind.PROMPT_QUEUED, Disposition.INTERRUPTED: MarkerKind.PROMPT_INTERRUPTED,

@@ -7,10 +7,10 @@ agent lost mid-turn. Each part refers only to the parts below it: queue <- runne
 
 from compozy import validate as v
 from compozy.errors import CompozyError
-from compozy.session.admission import Admission
-from compozy.session.queue import InputQueue
-from compozy.session.recovery import Recovery
-from compozy.session.runner import Runner
+from compozy.session.turns.admission import Admission
+from compozy.session.turns.queue import InputQueue
+from compozy.session.lifecycle.recovery import Recovery
+from compozy.session.turns.runner import Runner
 from compozy.states import MarkerKind
 
 

@@ -13,7 +13,7 @@ from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.paths import make_private_dir
 from compozy.serialize import session_resource
-from compozy.session.record import RuntimeRecord, SessionRecord
+from compozy.session.records.record import RuntimeRecord, SessionRecord
 from compozy.store.meta import MetaError, read_meta, write_meta
 
 log = logging.getLogger("compozy.session")

@@ -10,11 +10,14 @@ import threading
 from dataclasses import dataclass
 
 from compozy import serialize
-from compozy.clock import now_iso
-from compozy.session.feed import Feed
+from compozy.clock import iso_from_epoch, now_iso
+from compozy.session.records.feed import Feed
 from compozy.states import RUNTIME, SESSION
 
 log = logging.getLogger("compozy.session")
+
+# Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
+FRESH_PROGRESS_SECONDS = 1.0
 
 
 @dataclass
@@ -116,7 +119,6 @@ class LiveSession:
 
     def overlay(self):
         """What only the daemon's memory knows: process capabilities, activity, health, supervision."""
-        from compozy.session.supervision import supervision_view  # avoids a cycle at import time
         with self.lock:
             runtime, turn = self.runtime, self.turn
             live = {}
@@ -139,6 +141,32 @@ class LiveSession:
     def close(self):
         self.services.store.logs.unpin(self.id)
         self.feed.close()
+
+
+def supervision_view(session):
+    """supervision.work_signals, .sources and .quiet_warning for session reads."""
+    turn = session.turn
+    config, clock = session.services.config, session.services.clock
+    signals = []
+    if turn is not None:
+        quiet = clock.monotonic() - turn.last_progress
+        if quiet < max(config["session.supervision.quiet_after"], FRESH_PROGRESS_SECONDS) or not turn.prompting:
+            signals.append({"kind": "agent_progress", "turn_id": turn.id,
+                            "last_progress_at": iso_from_epoch(clock.wall() - quiet)})
+        for tool_id in sorted(t for t in turn.open_tools if t):
+            signals.append({"kind": "running_tool", "tool_call_id": tool_id})
+        if turn.pending_permissions:
+            signals.append({"kind": "pending_permission", "count": turn.pending_permissions})
+    children = [c for c in live_children(session) if c.turn is not None]
+    signals += [{"kind": "active_child", "session_id": c.id} for c in children]
+    return {"work_signals": signals, "sources": {"agent": "ok", "tools": "ok", "children": "ok"},
+            "quiet_warning": turn.quiet_warning if turn is not None else None}
+
+
+def live_children(session):
+    registry = session.services.live_sessions
+    sessions = registry() if registry else []
+    return [s for s in sessions if (s.record.lineage or {}).get("parent_session_id") == session.id]
 
 
 class RuntimeEvents:

@@ -9,9 +9,9 @@ a queued entry promoted to steer leaves the queue and steers with its own text (
 from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
-from compozy.session.messages import check_identity, check_message, fingerprint
-from compozy.session.snapshots import check_snapshot
-from compozy.session.turns import Turn
+from compozy.session.records.snapshots import check_snapshot
+from compozy.session.turns.messages import check_identity, check_message, fingerprint
+from compozy.session.turns.turn import Turn
 from compozy.states import AdmissionState, BusyMode, Disposition, SessionState, SteerDelivery, TurnPhase
 
 

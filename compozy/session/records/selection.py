@@ -5,7 +5,7 @@ Layer 4. Selecting never starts or reconfigures an agent; the next prompt applie
 
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
-from compozy.session.snapshots import check_snapshot
+from compozy.session.records.snapshots import check_snapshot
 
 
 def _check_revision(session, expected):

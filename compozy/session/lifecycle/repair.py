@@ -8,7 +8,7 @@ import logging
 
 from compozy import proc
 from compozy.errors import CompozyError
-from compozy.session.control import move_admission, move_entry
+from compozy.session.records.control import move_admission, move_entry
 from compozy.states import (RUNTIME, SESSION, AdmissionState, FailureKind, QueueStatus, RuntimeStatus, SessionState,
                             StopReason)
 

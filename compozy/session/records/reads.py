@@ -7,7 +7,7 @@ and fall back to the store when they fall behind; a slow viewer never blocks the
 from compozy import validate as v
 from compozy.errors import invalid
 from compozy.ids import validate_id
-from compozy.session.replay import fold_history
+from compozy.session.records.replay import fold_history
 from compozy.store.eventlog import ARCHIVE_FILTERS, DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 
 EVENT_FILTERS = ("after_sequence", "before_sequence", "turn_id", "type", "limit", "archive")
