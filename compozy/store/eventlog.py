@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 
-from peewee import BooleanField, CharField, IntegerField, Model, TextField
+from peewee import SQL, BooleanField, CharField, Check, IntegerField, Model, TextField
 
 from compozy.clock import now_iso
 from compozy.ids import new_id
@@ -23,23 +23,8 @@ MAX_READ_LIMIT = 1000
 DEFAULT_READ_LIMIT = 200
 ARCHIVE_FILTERS = ("active", "archived", "all")
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS events (
-        sequence INTEGER PRIMARY KEY,
-        id TEXT NOT NULL,
-        turn_id TEXT,
-        type TEXT NOT NULL,
-        agent_name TEXT,
-        content TEXT NOT NULL,
-        archived INTEGER NOT NULL DEFAULT 0,
-        timestamp TEXT NOT NULL)""",
-    "CREATE INDEX IF NOT EXISTS events_turn ON events (turn_id, sequence)",
-    "CREATE INDEX IF NOT EXISTS events_type ON events (type, sequence)",
-    """CREATE TABLE IF NOT EXISTS token_usage (
-        turn_id TEXT PRIMARY KEY, usage TEXT NOT NULL, updated_at TEXT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS store_owner (
-        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-        session_id TEXT NOT NULL, workspace_id TEXT NOT NULL, created_at TEXT NOT NULL)""",
+# The two rules no model can state: events are never deleted, the owner stamp never changes.
+TRIGGERS = (
     """CREATE TRIGGER IF NOT EXISTS store_owner_immutable BEFORE UPDATE ON store_owner
         BEGIN SELECT RAISE(ABORT, 'store_owner is immutable'); END""",
     """CREATE TRIGGER IF NOT EXISTS events_append_only BEFORE DELETE ON events
@@ -51,32 +36,59 @@ INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content,
 
 
 def make_models(db):
-    """Models bound to one database; never rebind a global model per request."""
+    """The tables of one events.db, bound to it (never rebind a global model per request); their
+    DDL is generated from these models."""
 
-    class Event(Model):
-        sequence = IntegerField(primary_key=True)
+    class Base(Model):
+        class Meta:
+            database = db
+
+    class Event(Base):
+        sequence = IntegerField(primary_key=True)  # the rowid: dense, assigned by the writer
         id = CharField()  # a ULID: unique by construction, no index to pay for on every commit
         turn_id = CharField(null=True)
         type = CharField()
         agent_name = CharField(null=True)
         content = TextField()
-        archived = BooleanField(default=False)
+        archived = BooleanField(default=False, constraints=[SQL("DEFAULT 0")])
         timestamp = CharField()
 
         class Meta:
-            database = db
             table_name = "events"
 
-    class TokenUsage(Model):
+    Event.add_index(Event.index(Event.turn_id, Event.sequence, name="events_turn"))
+    Event.add_index(Event.index(Event.type, Event.sequence, name="events_type"))
+
+    class TokenUsage(Base):
         turn_id = CharField(primary_key=True)
         usage = TextField()
         updated_at = CharField()
 
         class Meta:
-            database = db
             table_name = "token_usage"
 
-    return Event, TokenUsage
+    class StoreOwner(Base):
+        """Which session and workspace this file belongs to, stamped once."""
+
+        singleton = IntegerField(primary_key=True, constraints=[Check("singleton = 1")])
+        session_id = CharField()
+        workspace_id = CharField()
+        created_at = CharField()
+
+        class Meta:
+            table_name = "store_owner"
+
+    return Event, TokenUsage, StoreOwner
+
+
+def create_schema(db):
+    """The models' tables and indexes, and the triggers; a no-op on a store that has them."""
+    models = make_models(db)
+    with db.atomic():
+        db.create_tables(models, safe=True)
+        for trigger in TRIGGERS:
+            db.execute_sql(trigger)
+    return models
 
 
 class EventLog:
@@ -103,12 +115,9 @@ class EventLog:
     def _open(self):
         if self._db is None:
             db = open_sqlite(self.path)
-            with db.atomic():
-                for statement in SCHEMA:
-                    db.execute_sql(statement)
-                db.execute_sql("INSERT OR IGNORE INTO store_owner VALUES (1, ?, ?, ?)",
-                               (self.session_id, self.workspace_id, now_iso()))
-            self._event_model, self._usage_model = make_models(db)
+            self._event_model, self._usage_model, owner = create_schema(db)
+            owner.insert(singleton=1, session_id=self.session_id, workspace_id=self.workspace_id,
+                         created_at=now_iso()).on_conflict_ignore().execute()
             row = db.execute_sql("SELECT COALESCE(MAX(sequence), 0) FROM events").fetchone()
             self._next_sequence = row[0] + 1
             self._db = db
@@ -219,20 +228,12 @@ class EventLog:
             return db.execute_sql("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE archived = 0").fetchone()[0]
 
     def record_usage(self, turn_id, usage):
-        with self._write() as db:
-            db.execute_sql("INSERT INTO token_usage VALUES (?, ?, ?) ON CONFLICT(turn_id) DO UPDATE "
-                           "SET usage = excluded.usage, updated_at = excluded.updated_at",
-                           (turn_id, json.dumps(usage), now_iso()))
-
-    def usage(self, turn_id):
-        with self._read() as db:
-            row = db.execute_sql("SELECT usage FROM token_usage WHERE turn_id = ?", (turn_id,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def owner(self):
-        with self._read() as db:
-            row = db.execute_sql("SELECT session_id, workspace_id FROM store_owner").fetchone()
-        return row and {"session_id": row[0], "workspace_id": row[1]}
+        """The turn's token usage, as the agent last reported it."""
+        with self._write():
+            usage_model = self._usage_model
+            (usage_model.insert(turn_id=turn_id, usage=json.dumps(usage), updated_at=now_iso())
+             .on_conflict(conflict_target=[usage_model.turn_id],
+                          preserve=[usage_model.usage, usage_model.updated_at]).execute())
 
 
 _template = []
@@ -246,9 +247,7 @@ def _template_bytes():
             with tempfile.TemporaryDirectory() as scratch:
                 path = os.path.join(scratch, "events.db")
                 db = open_sqlite(path)
-                with db.atomic():
-                    for statement in SCHEMA:
-                        db.execute_sql(statement)
+                create_schema(db)
                 db.close()
                 with open(path, "rb") as handle:
                     _template.append(handle.read())

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from compozy import proc
 from compozy.clock import iso_from_epoch
-from compozy.errors import CompozyError
 from compozy.states import (STOP_REASON_BY_CAUSE, Attention, RuntimeStatus, SessionState, StopCause)
 
 log = logging.getLogger("compozy.stop")
@@ -158,8 +157,3 @@ def _phase(report):
 
 def _survivors(report):
     return ", ".join(f"pid {s.pid}" for s in report.survivors) or "exit not proven"
-
-
-def require_verified(outcome, code, message):
-    if outcome is not None and not outcome.get("verified"):
-        raise CompozyError(code, message, outcome=outcome)
