@@ -297,30 +297,20 @@ class ProcessTable:
     alive, signals, and waiting for exits, on one monotonic clock. LINUX reads /proc and signals
     through pidfds; unit tests of the ladder substitute a table of their own with the same methods."""
 
+    related = staticmethod(find_related)
+    marked = staticmethod(find_marked)
+    alive = staticmethod(is_alive)
+    signal = staticmethod(send_signal)
+    signal_group = staticmethod(signal_group)
+    own_group = staticmethod(os.getpgrp)
+
     def __init__(self, clock=time.monotonic):
         self.monotonic = clock
 
-    def related(self, leader: ProcessIdentity, marker: str | None) -> list[ProcessIdentity]:
-        return find_related(leader, marker)
-
-    def marked(self, marker: str) -> list[ProcessIdentity]:
-        return find_marked(marker)
-
-    def alive(self, identity: ProcessIdentity) -> bool:
-        return is_alive(identity)
-
-    def group_of(self, pid: int) -> int | None:
+    @staticmethod
+    def group_of(pid: int) -> int | None:
         stat = read_stat(pid)
         return stat.pgrp if stat is not None else None
-
-    def own_group(self) -> int:
-        return os.getpgrp()
-
-    def signal(self, identity: ProcessIdentity, sig: int) -> bool:
-        return send_signal(identity, sig)
-
-    def signal_group(self, pgid: int, sig: int) -> bool:
-        return signal_group(pgid, sig)
 
     def wait_gone(self, identities, deadline: float, popen=None, reaped: dict | None = None):
         return wait_gone(identities, deadline, popen=popen, reaped=reaped, clock=self.monotonic)
