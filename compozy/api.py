@@ -4,9 +4,10 @@ Layer 2 (the wire, as data). An entry names the operation as scenarios and logs 
 HTTP method and rule, the SessionManager method it calls (path parameters, then `body` or
 `query`, by keyword), its body and query specs (the ones compozy/validate.py enforces), its
 answers, the errors it can return, its CLI command and its native tool. compozy/http registers
-the Flask rules and writes /api/openapi.json from it, the CLI builds its requests from it, and
-the scenario harness derives its in-process, HTTP and CLI calls from it. A new operation is one
-entry here plus its façade method.
+the Flask rules and writes /api/openapi.json from it, the CLI builds its requests from it, the
+native tool server (compozy/mcp) lists and calls its tools from it, and the scenario harness
+derives its in-process, HTTP and CLI calls from it. A new operation is one entry here plus its
+façade method.
 """
 
 import re
@@ -18,6 +19,9 @@ from compozy.states import Disposition, StopAnswer
 PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")  # a path parameter in a Flask rule
 S = "/api/workspaces/<workspace>/sessions/<session_id>"
 ENTRY = S + "/prompt/queue/<entry>"
+TOOL_SERVER_PATH = "/mcp/"  # the native tool server's endpoint is this path + the caller's binding secret
+SESSION_HEADER, SECRET_HEADER = v.IDENTITY_FIELDS  # a bound agent's identity on an HTTP/UDS request
+SESSION_ENV, SECRET_ENV = "COMPOZY_SESSION_ID", "COMPOZY_BINDING_SECRET"  # and in its environment
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,27 @@ class Cli:
 
 
 @dataclass(frozen=True)
+class Tool:
+    """The operation as a native tool of bound agents (interface.md, "Native tools for agents").
+
+    The caller's workspace fills the operation's workspace (a path parameter or a field); the
+    target session is `session_id`: required, defaulting to the caller ("caller"), or not taken ("").
+    """
+
+    name: str
+    description: str
+    fields: tuple = ()              # the operation's body or query fields the tool takes
+    extra: dict = field(default_factory=dict)  # tool-only arguments (validate specs)
+    target: str = "required"
+
+    def arguments(self, operation):
+        """The validate spec of the tool's arguments."""
+        spec = {"session_id": v.text(required=self.target == "required", max_length=64)} if self.target else {}
+        given = {**(operation.body or {}), **operation.query}
+        return {**spec, **{name: given[name] for name in self.fields}, **self.extra}
+
+
+@dataclass(frozen=True)
 class Operation:
     method: str
     rule: str
@@ -49,7 +74,7 @@ class Operation:
     headers: dict = field(default_factory=dict)
     stream: str = ""                # "always": text/event-stream; "on request": also, with that Accept
     cli: Cli | None = None
-    tool: str | None = None         # the native MCP tool (interface.md, "Native tools for agents")
+    tool: Tool | None = None        # the native MCP tool (interface.md, "Native tools for agents")
 
     @property
     def path_params(self):
@@ -107,25 +132,31 @@ OPERATIONS = (
     Operation("POST", "/api/sessions", "session.create", "create_session",
               "Create a durable session (active, runtime unbound)", (Success(201, "SessionAnswer"),),
               ("invalid_request", "workspace_not_found", "workspace_conflict", "parent_session_not_found",
-               "agent_not_found", *ADMISSION), body=v.CREATE_FIELDS,
+               "agent_not_found", "agent_identity_invalid", *ADMISSION), body=v.CREATE_FIELDS,
+              headers=v.IDENTITY_FIELDS,
               cli=Cli("session new", flags=(("agent_name", "--agent"), ("workspace", "--workspace"),
                                             ("workspace_path", "--cwd"), ("name", "--name"),
                                             ("parent_session_id", "--parent"), ("lineage_kind", "--lineage-kind"),
                                             ("type", "--type"))),
-              tool="compozy__session_create"),
+              tool=Tool("compozy__session_create", "Create a session in your workspace, linked to you as its "
+                        "parent (provenance)", ("agent_name", "name"), v.TOOL_CREATE_FIELDS, target="")),
     Operation("GET", "/api/sessions", "session.list", "list_sessions", "List sessions, newest first",
               (Success(200, "SessionPage"),), ("invalid_request", "workspace_not_found"), query=v.LIST_QUERY,
-              cli=Cli("session list", flags=_flags(*v.LIST_QUERY)), tool="compozy__session_list"),
+              cli=Cli("session list", flags=_flags(*v.LIST_QUERY)),
+              tool=Tool("compozy__session_list", "List the sessions of your workspace, newest first",
+                        ("parent", "root", "state", "limit"), target="")),
     Operation("GET", "/api/sessions/stream", "session.catalog_stream", "catalog_stream",
               "Server-Sent Events of catalog changes for list views", (Success(200, None),), stream="always"),
     Operation("GET", "/api/sessions/<session_id>", "session.get", "get_session", "Read a session",
               (Success(200, "SessionAnswer"),), ("invalid_request", "session_not_found"),
-              cli=_session_cli("session get"), tool="compozy__session_describe"),
+              cli=_session_cli("session get")),
     Operation("DELETE", "/api/sessions/<session_id>", "session.remove", "remove_session",
               "Stop a session if live, then delete its record and history", (Success(200, "Removal"),),
               ("invalid_request", "session_not_found", "stop_unverified"), cli=_session_cli("session remove")),
     Operation("GET", S, "session.get.scoped", "get_session", "Read a session in a workspace",
-              (Success(200, "SessionAnswer"),), SESSION, cli=_session_cli("session get", flags=_flags("workspace"))),
+              (Success(200, "SessionAnswer"),), SESSION, cli=_session_cli("session get", flags=_flags("workspace")),
+              tool=Tool("compozy__session_describe", "Describe a session of your workspace (default: yourself), "
+                        "supervision included", target="caller")),
     Operation("DELETE", S, "session.remove.scoped", "remove_session", "Remove a session in a workspace",
               (Success(200, "Removal"),), (*SESSION, "stop_unverified"),
               cli=_session_cli("session remove", flags=_flags("workspace"))),
@@ -144,7 +175,9 @@ OPERATIONS = (
               body=v.PROMPT_FIELDS, stream="on request",
               cli=_session_cli("session prompt", "message",
                                flags=_flags("mode", "expected_turn_id", "message_id", "idempotency_key")),
-              tool="compozy__session_prompt"),
+              tool=Tool("compozy__session_prompt", "Prompt another session of your workspace; with wait, the "
+                        "result holds the answer's text and how the turn ended", ("message", "mode", "idempotency_key"),
+                        v.TOOL_PROMPT_FIELDS)),
     Operation("POST", S + "/prompt/cancel", "session.cancel", "cancel_turn", "Cancel the current turn",
               (Success(200, "CancelAnswer"),), (*SESSION, "prompt_not_in_progress"), body=v.CANCEL_FIELDS,
               cli=_session_cli("session cancel")),
@@ -174,11 +207,14 @@ OPERATIONS = (
               body=v.APPROVE_FIELDS, cli=_session_cli("session approve", "request_id", flags=_flags("decision"))),
     Operation("POST", S + "/stop", "session.stop", "stop_session", "Stop the session through the verified ladder",
               STOP_ANSWERS, SESSION, body=v.STOP_FIELDS, cli=_session_cli("session stop", flags=_flags("wait")),
-              tool="compozy__session_stop"),
+              tool=Tool("compozy__session_stop", "Stop another session of your workspace (never yourself)",
+                        ("wait",))),
     Operation("POST", S + "/archive", "session.archive", "archive_session",
               "Archive a stopped session (stop=true stops first)", (Success(200, "SessionAnswer"),),
               (*SESSION, "session_not_stopped", "session_archive_stop_failed"), query=v.ARCHIVE_QUERY,
-              cli=_session_cli("session archive", flags=_flags("stop")), tool="compozy__session_archive"),
+              cli=_session_cli("session archive", flags=_flags("stop")),
+              tool=Tool("compozy__session_archive", "Archive a stopped session of your workspace (stop: stop it "
+                        "first)", ("stop",))),
     Operation("POST", S + "/unarchive", "session.unarchive", "unarchive_session",
               "Return an archived session to the catalog", (Success(200, "SessionAnswer"),), SESSION,
               cli=_session_cli("session unarchive")),
@@ -192,10 +228,13 @@ OPERATIONS = (
                   ("turn_id", "--turn"), ("type", "--type"), ("archive", "--archive")))),
     Operation("GET", S + "/history", "session.history", "history", "User prompts and assistant answers",
               (Success(200, "History"),), SESSION, query=v.HISTORY_QUERY,
-              cli=_session_cli("session history", flags=_flags("archive")), tool="compozy__session_history"),
+              cli=_session_cli("session history", flags=_flags("archive")),
+              tool=Tool("compozy__session_history", "The folded history of a session of your workspace "
+                        "(default: yourself)", target="caller")),
     Operation("GET", S + "/stream", "session.stream", "stream",
               "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},
               stream="always"),
 )
 OPS = {operation.name: operation for operation in OPERATIONS}
+TOOLS = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}

@@ -18,9 +18,12 @@ ERRORS = {
     "invalid_request": ErrorKind(400, "the request is malformed or fails validation"),
     # 401
     "unauthorized": ErrorKind(401, "a daemon listening beyond loopback needs its bearer token"),
+    "agent_identity_invalid": ErrorKind(401, "the binding secret names no live binding of that session"),
     # 403
     "host_not_allowed": ErrorKind(403, "the Host header is not the daemon's own loopback name"),
     "origin_not_allowed": ErrorKind(403, "the Origin header is not the daemon's own origin"),
+    "session_is_caller": ErrorKind(403, "a native tool may not aim this at the calling session itself"),
+    "tool_call_rejected": ErrorKind(403, "the permission mode or a person rejected the native tool call"),
     # 404
     "endpoint_not_found": ErrorKind(404, "no route matches this method and path"),
     "workspace_not_found": ErrorKind(404, "no workspace with that name or ID"),
@@ -58,6 +61,8 @@ ERRORS = {
     "runtime_option_unsupported": ErrorKind(422, "the provider does not accept that runtime option or value"),
     # 500
     "internal_error": ErrorKind(500, "an unexpected error; the daemon log has the details"),
+    # 502
+    "tool_backend_failed": ErrorKind(502, "the prompted session's agent was lost and recovery was exhausted"),
     # 503
     "new_work_admission_unavailable": ErrorKind(503, "the daemon is shutting down and admits no new work"),
     "daemon_unavailable": ErrorKind(503, "no daemon answers at that address"),

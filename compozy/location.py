@@ -34,10 +34,13 @@ def self_command(*args):
     return [sys.executable, *isolated, archive, *args]
 
 
+def import_environment():
+    """What a child needs in its environment to import compozy: PYTHONPATH, unless we run from an archive."""
+    if archive_path():
+        return {}
+    return {"PYTHONPATH": os.pathsep.join(p for p in (package_root(), os.environ.get("PYTHONPATH")) if p)}
+
+
 def child_environment(extra=None):
     """The environment for a child that must import compozy (see self_command), plus extra."""
-    env = dict(os.environ)
-    if not archive_path():
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
-    env.update(extra or {})
-    return env
+    return {**os.environ, **import_environment(), **(extra or {})}

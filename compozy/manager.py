@@ -7,6 +7,7 @@ daemon's behaviour through these methods, which return the documents the API ans
 import json
 import logging
 import threading
+from contextlib import contextmanager
 
 from compozy import __version__, serialize
 from compozy import validate as v
@@ -29,6 +30,7 @@ from compozy.session.records.store import SessionStore
 from compozy.session.records.workspaces import Workspaces
 from compozy.session.turns.binding import Binder
 from compozy.session.turns.engine import TurnEngine
+from compozy.session.turns.identity import Identities
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
@@ -41,8 +43,9 @@ ATTENTION_LIMIT = 100
 
 
 class SessionManager:
-    def __init__(self, home, config, clock=SYSTEM, processes=LINUX):
-        """clock and processes are the time and the process table the timers and the stop ladder read."""
+    def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
+        """clock and processes are the time and the process table the timers and the stop ladder read;
+        endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
         self.home, self.config = home.ensure(), config
         self.catalog = Catalog(home.catalog_file)
         self.store = SessionStore(home, self.catalog, EventLogPool(home))
@@ -50,7 +53,7 @@ class SessionManager:
         self.live = {}
         self._live_lock = threading.Lock()
         self.services = Services(home, config, self.catalog, self.store, Feed(), clock, processes,
-                                 live_sessions=lambda: list(self.live.values()))
+                                 live_sessions=lambda: list(self.live.values()), identities=Identities(endpoints))
         self.requests = AgentRequests(self.services)
         self.binder = Binder(self.services, self.requests)
         self.engine = TurnEngine(self.services, self.binder, self.requests)
@@ -118,10 +121,13 @@ class SessionManager:
 
     # -- the catalog ----------------------------------------------------------------------
 
-    def create_session(self, body):
-        """Create a durable logical session: active, runtime unbound, no agent process."""
+    def create_session(self, body, identity=None):
+        """Create a durable logical session: active, runtime unbound, no agent process. identity: the
+        (session ID, binding secret) a bound agent presents; it is the parent unless the body names one."""
         self._require_admission()
-        record = create_session(body, config=self.config, workspaces=self.workspaces, store=self.store)
+        caller = self._presented(*identity) if identity and any(identity) else None
+        record = create_session(body, config=self.config, workspaces=self.workspaces, store=self.store,
+                                caller=caller)
         self._catalog_changed("upserted", record)
         return {"session": self._resource(record)}
 
@@ -301,6 +307,44 @@ class SessionManager:
     def catalog_stream(self):
         feed = self.services.catalog_feed
         return reads.follow(None, feed, feed.last_sequence)
+
+    # -- bound agents: identity and native tool calls --------------------------------------------
+
+    def identify(self, secret):
+        """The bound agent a binding secret names while its binding lasts."""
+        caller = self.services.identities.caller(secret) if secret else None
+        if caller is None:
+            raise CompozyError("agent_identity_invalid", "the binding secret names no live binding")
+        return caller
+
+    def _presented(self, session_id, secret):
+        """The caller an HTTP/UDS request presents in its identity headers: both, and matching."""
+        caller = self.identify(secret)
+        if caller.id != session_id:
+            raise CompozyError("agent_identity_invalid", f"the binding secret is not one of session {session_id}",
+                               session_id=session_id)
+        return caller
+
+    @contextmanager
+    def serving_tool_call(self, caller, title, target, changes):
+        """Decide a native tool call by the permission mode (a held call waits for a person), then serve it
+        with the caller's turn waiting on the daemon rather than on its agent."""
+        with caller.session.serving_tool_call():
+            decision = self.requests.tool_call(caller.session, title, target, changes)
+            if not decision.startswith("allow"):
+                raise CompozyError("tool_call_rejected", f"{title} was not allowed ({decision})", decision=decision)
+            yield
+
+    def turn_answer(self, session_id, workspace, turn_id):
+        """Wait for a turn to end: its answer's text and how it ended. An agent lost for good during the
+        turn (recovery exhausted) is tool_backend_failed, for the native tool that waited on it."""
+        session = self._session(session_id, workspace)
+        answer, exhausted = reads.turn_answer(session.log, session.feed, turn_id)
+        if exhausted:
+            raise CompozyError("tool_backend_failed", f"session {session_id} lost its agent during turn {turn_id} "
+                               "and recovery was exhausted", session_id=session_id, turn_id=turn_id,
+                               error=answer.get("error"))
+        return answer
 
     # -- helpers --------------------------------------------------------------------------------
 

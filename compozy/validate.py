@@ -76,6 +76,38 @@ def _check_value(name, value, field):
     return value
 
 
+def field_schema(field, optional=None):
+    """One Field as JSON Schema; optional(schema) adapts each optional member of a nested spec."""
+    schema = {"type": _JSON_TYPES[field.types[0]]}
+    if field.max_length is not None:
+        schema["maxLength"] = field.max_length
+    if field.choices:
+        schema["enum"] = list(field.choices)
+    if field.minimum is not None:
+        schema["minimum"] = field.minimum
+    if field.maximum is not None:
+        schema["maximum"] = field.maximum
+    if field.fields is not None:
+        schema.update(spec_schema(field.fields, optional))
+    if field.items is not None:
+        schema["items"] = spec_schema(field.items, optional)
+    return schema
+
+
+def spec_schema(spec, optional=None):
+    """A spec as a closed JSON Schema object: check_body refuses fields it does not declare.
+    optional(schema), when given, adapts the schema of each optional member."""
+    adapt = optional or (lambda schema: schema)
+    properties = {name: field_schema(field, optional) if field.required else adapt(field_schema(field, optional))
+                  for name, field in spec.items()}
+    schema = {"type": "object", "additionalProperties": False, "properties": properties}
+    required = [name for name, field in spec.items() if field.required]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", dict: "object", list: "array"}
 _KIND_NAMES = {str: "a string", bool: "true or false", int: "a whole number", dict: "an object",
                list: "a list", float: "a number"}
 
@@ -135,6 +167,13 @@ APPROVE_FIELDS = {"request_id": text(required=True), "decision": text(required=T
                   "turn_id": text()}
 STOP_FIELDS = {"wait": boolean()}
 REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}
+
+# -- native tool arguments beside the operation's own fields (compozy/api.py, Tool) ---------------
+
+SPAWN_FIELDS = {"ttl": text(max_length=32), "role": text(max_length=64)}
+TOOL_CREATE_FIELDS = {"spawn": mapping(fields=SPAWN_FIELDS)}
+TOOL_PROMPT_FIELDS = {"wait": boolean(), "notify_on_complete": boolean()}
+IDENTITY_FIELDS = {"X-Compozy-Session": text(max_length=64), "X-Compozy-Binding-Secret": text(max_length=128)}
 
 # -- query parameters, typed as parsed -----------------------------------------------------------
 

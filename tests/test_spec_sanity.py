@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from compozy.api import OPERATIONS
+from compozy.api import OPERATIONS, TOOLS
 from compozy.states import MACHINES
 from tests.harness.commands import cli_commands
 from tests.harness.ops import OPS
@@ -36,6 +36,8 @@ CLI_TESTED_ELSEWHERE = {
     "daemon stop": "tests/test_daemon.py stops it gracefully",
     "daemon status": "tests/test_daemon.py reads it while running and after stop",
     "agent reference": "every scenario launches the reference agent through the daemon",
+    "mcp relay": "spec/tools/tools-stdio-relay.yaml has the agent launch it; tests/test_tool_server.py drives it "
+                 "with the official MCP client",
 }
 
 
@@ -89,6 +91,13 @@ def test_every_cli_command_has_a_scenario_or_a_dedicated_test():
     exercised = {op.cli.command for name, op in OPS.items() if name in covered_ops and op.cli}
     missing = set(cli_commands()) - exercised - set(CLI_TESTED_ELSEWHERE)
     assert missing == set()
+
+
+def test_every_native_tool_has_a_scenario_that_calls_it_through_an_agent():
+    """`tool:<name>` in covers: the reference agent calls the tool ([mcp NAME {...}]) in that scenario."""
+    covered = {item.removeprefix("tool:") for item in _covered() if item.startswith("tool:")}
+    assert set(TOOLS) - covered == set()
+    assert covered - set(TOOLS) == set()
 
 
 def _edges():

@@ -32,7 +32,8 @@ COMMANDS = cli_commands()
 def test_every_operation_is_a_flask_rule_and_nothing_else_is():
     app = create_app(manager=None)
     served = {(rule.rule, method) for rule in app.url_map.iter_rules()
-              if rule.endpoint != "static" and not rule.endpoint.startswith("page.")  # the web page, not the API
+              if rule.endpoint != "static"
+              and not rule.endpoint.startswith(("page.", "mcp."))  # the web page and the tool server, not the API
               for method in rule.methods - {"HEAD", "OPTIONS"}}
     assert served == {(op.rule, op.method) for op in OPERATIONS}
 
@@ -71,7 +72,7 @@ def test_every_cli_command_is_an_operation_or_manages_the_daemon():
 
 
 def test_native_tools_are_the_ones_the_interface_names():
-    tools = [op.tool for op in OPERATIONS if op.tool]
+    tools = [op.tool.name for op in OPERATIONS if op.tool]
     assert len(tools) == len(set(tools))
     assert all(re.fullmatch(r"compozy__session_[a-z]+", tool) for tool in tools)
     assert set(tools) == NATIVE_TOOLS

@@ -133,10 +133,11 @@ def test_shiv_archive_runs_the_daemon_on_a_bare_python(shiv_archive, bare_python
 
 
 def exercise_daemon(archive_command, tmp_path, extra_env=None):
-    """daemon start, a session, a prompt the reference agent answers, the page, daemon stop."""
+    """daemon start, a session, a prompt the reference agent answers, a native tool it calls through
+    the stdio relay (the archive relaunched), the page, daemon stop."""
     home, workspace = tmp_path / "home", tmp_path / "workspace"
     workspace.mkdir()
-    env = bare_environment(home, extra_env)
+    env = bare_environment(home, {"COMPOZY_REFERENCE_NO_MCP_HTTP": "1", **(extra_env or {})})
 
     def compozy(*args):
         done = subprocess.run([*map(str, archive_command), *args], cwd=workspace, env=env, capture_output=True,
@@ -150,6 +151,8 @@ def exercise_daemon(archive_command, tmp_path, extra_env=None):
         assert compozy("session", "prompt", session_id, "hello from the archive").strip() == "echo: hello from the archive"
         agent_pid = json.loads(compozy("session", "status", session_id, "-o", "json"))["session"]["runtime"]["process"]["pid"]
         assert agent_command(agent_pid) == [*map(str, archive_command), "agent", "reference"]
+        described = compozy("session", "prompt", session_id, "[mcp compozy__session_describe]")
+        assert f'mcp compozy__session_describe: {{"session":{{"id":"{session_id}"' in described
         if (ROOT / "compozy" / "web").is_dir():
             with urllib.request.urlopen(daemon["http"] + "/", timeout=CLI_TIMEOUT) as page:
                 assert page.status == 200 and page.headers.get_content_type() == "text/html"

@@ -62,6 +62,7 @@ class AgentClient:
         self.effective = {"provider": provider.name}
         self.loading = False
         self.released = False
+        self.identity = {}  # the binding's identity in the agent's environment (secret: kept out of reports)
 
     @property
     def alive(self):
@@ -135,16 +136,18 @@ class AgentClient:
         self.listener.exited(self)
 
 
-def launch(provider, session_id, cwd, listener, agent_home):
-    """Spawn the provider's command and run the initialize handshake."""
+def launch(provider, session_id, cwd, listener, agent_home, identity=None):
+    """Spawn the provider's command and run the initialize handshake; identity: the binding's secret
+    environment (compozy.session.turns.identity), given to the agent as is."""
     marker = f"COMPOZY_AGENT_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
     # COMPOZY_HOME lets the built-in agent keep its state beside the daemon's; the marker and
     # COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
     env = child_environment({"COMPOZY_HOME": agent_home, **provider.env, "COMPOZY_SESSION_ID": session_id,
-                             name: value, "COMPOZY_AGENT_HOME": agent_home})
+                             **(identity or {}), name: value, "COMPOZY_AGENT_HOME": agent_home})
     label = f"{session_id}/{provider.name}"
     client = AgentClient(provider, listener=listener, label=label)
+    client.identity = dict(identity or {})
     client.process = AgentProcess(provider.command, cwd, env, client, marker=marker, label=label)
     try:
         client.process.start()
@@ -166,9 +169,10 @@ def launch(provider, session_id, cwd, listener, agent_home):
     return client
 
 
-def open_session(client, cwd, load_id=None):
-    """session/load when asked and advertised, else session/new; returns True when loaded."""
-    params = {"cwd": cwd, "mcpServers": []}
+def open_session(client, cwd, load_id=None, tools=None):
+    """session/load when asked and advertised, else session/new, offering the native tool server
+    (a compozy.session.turns.identity.ToolServer, or None); returns True when loaded."""
+    params = {"cwd": cwd, "mcpServers": mcp_servers(client, tools)}
     if load_id and client.supports_load:
         client.loading = True  # history replayed by session/load is not new output
         try:
@@ -197,6 +201,21 @@ def open_session(client, cwd, load_id=None):
     client.acp_session_id = result["sessionId"]
     take_options(client, result)
     return False
+
+
+def mcp_servers(client, tools):
+    """The tool server as this agent can reach it: over HTTP when it advertises mcpCapabilities.http, else
+    as a stdio command (ACP's McpServer shapes)."""
+    if tools is None:
+        return []
+    capabilities = client.caps.get("mcpCapabilities")
+    if tools.url and isinstance(capabilities, dict) and capabilities.get("http") is True:
+        return [{"type": "http", "name": tools.name, "url": tools.url, "headers": _pairs(tools.headers)}]
+    return [{"name": tools.name, "command": tools.command[0], "args": tools.command[1:], "env": _pairs(tools.env)}]
+
+
+def _pairs(mapping):
+    return [{"name": name, "value": value} for name, value in mapping.items()]
 
 
 def _text(text):

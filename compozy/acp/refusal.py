@@ -20,7 +20,7 @@ def refused(client, failure_kind, message, code="provider_unavailable"):
     tail = client.process.stderr_tail().strip().splitlines()[-3:]
     if tail:
         message += " | stderr: " + " / ".join(tail)[:400]
-    return BindFailure(CompozyError(code, redact(message, client.provider.env)), failure_kind)
+    return BindFailure(CompozyError(code, redact(message, {**client.provider.env, **client.identity})), failure_kind)
 
 
 def auth_refused(client):

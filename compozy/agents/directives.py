@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compozy.acp import protocol
+from compozy.agents.tools import ToolError
 
 STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal")
 PERMISSION_KINDS = ("read", "edit", "execute", "delete", "fetch", "search", "other")
@@ -57,6 +58,7 @@ _ARGUMENT_PATTERNS = {
     "slow-cancel": rf"({_NUMBER})",
     "linger": r"(\d+)",
     "refuse-steer": "",
+    "mcp": r"([A-Za-z0-9_.-]+)(?:\s+(\{.*\}))?",
 }
 _TOKEN = re.compile(r"\[([a-z][a-z-]*)(?:\s+([^\[\]]*?))?\s*\]")
 _REPLAY_BLOCK = re.compile(r"<compozy_context_replay>(.*?)</compozy_context_replay>", re.DOTALL)
@@ -151,6 +153,10 @@ def garbage_lines(session_id: str) -> list[bytes]:
         protocol.encode(protocol.make_notification("session/update", leak)).rstrip(b"\n"),
         b'{"jsonrpc":"2.0","method":"session/update","params":{"pad":"' + b"x" * GARBAGE_PAD_BYTES + b'"}}',
     ]
+
+
+def _text_content(text: str) -> dict:
+    return {"type": "content", "content": {"type": "text", "text": text}}
 
 
 def error_message(error: dict) -> str:
@@ -310,6 +316,26 @@ class DirectiveSteps:
 
     def do_recall(self) -> None:
         self.recall = True
+
+    def do_mcp(self, name: str, arguments: str | None) -> None:
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError as error:
+            self.say(f"mcp {name} error: arguments are not JSON: {error} ")
+            return
+        call_id = self.start_tool_call(name, "other", "in_progress", rawInput=parsed)
+        try:
+            result = self.await_call(lambda: self.agent.tools_for(self.session).call_tool(name, parsed))
+        except ToolError as error:
+            self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed",
+                         "content": [_text_content(str(error))], "rawOutput": {"error": str(error)}})
+            self.say(f"mcp {name} error: {error} ")
+            return
+        text = "".join(block.get("text", "") for block in result.get("content") or [] if isinstance(block, dict))
+        self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                     "status": "failed" if result.get("isError") else "completed",
+                     "content": [_text_content(text)], "rawOutput": result})
+        self.say(f"mcp {name}: {text} ")
 
     def do_linger(self, count: str) -> None:
         self.agent.lingering.append((self.session.session_id, int(count)))

@@ -20,6 +20,7 @@ from compozy.acp import protocol
 from compozy.agents.directives import log
 from compozy.agents.sessions import Session, SessionStore, valid_history
 from compozy.agents.settings import Settings, env_flag
+from compozy.agents.tools import Connection, connect
 from compozy.agents.turn import Turn, text_update
 
 AGENT_INFO = {"name": "compozy-reference", "title": "Compozy reference agent", "version": "1"}
@@ -103,6 +104,9 @@ class ReferenceAgent:
             for number in range(1, count + 1):
                 self.send_update(session_id, {"sessionUpdate": "agent_message_chunk",
                                               "content": {"type": "text", "text": f"late {number} "}})
+        for session in list(self.sessions.values()):
+            if session.tools is not None:
+                session.tools.close()  # its stdio server goes before we do: nothing of ours outlives us
         log("stdin closed; exiting")
         if turns:
             os._exit(0)  # workers may be mid-write; do not wait for interpreter shutdown
@@ -165,6 +169,7 @@ class ReferenceAgent:
         self.boolean_options = advertises_boolean_options(request.params.get("clientCapabilities"))
         capabilities = {"loadSession": self.settings.load_session,
                         "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                        "mcpCapabilities": {"http": self.settings.mcp_http, "sse": False},
                         "sessionCapabilities": {}}
         result = {"protocolVersion": protocol.PROTOCOL_VERSION, "agentCapabilities": capabilities,
                   "agentInfo": AGENT_INFO, "authMethods": [AUTH_METHOD] if self.settings.require_auth else []}
@@ -188,7 +193,8 @@ class ReferenceAgent:
     def new_session(self, request: protocol.Request) -> dict:
         cwd = session_cwd(request.params)
         self.require_auth()
-        session = Session(f"ref_{uuid.uuid4().hex}", cwd, self.default_config())
+        session = Session(f"ref_{uuid.uuid4().hex}", cwd, self.default_config(),
+                          mcp_servers=request.params["mcpServers"])
         with self.lock:
             self.sessions[session.session_id] = session
             self.store.save(session)
@@ -207,7 +213,7 @@ class ReferenceAgent:
             if current and current.turn:
                 raise RpcError(protocol.INTERNAL_ERROR, "prompt already running")
             session = Session(session_id, cwd, self.sanitized_config(stored.get("config")),
-                              valid_history(stored.get("history")))
+                              valid_history(stored.get("history")), mcp_servers=request.params["mcpServers"])
             self.sessions[session_id] = session
             self.store.save(session)
         for entry in session.history:
@@ -301,6 +307,13 @@ class ReferenceAgent:
             raise invalid_params(f"unknown config option {config_id!r}")
         if value_type not in (None, "select") or value not in choices:
             raise invalid_params(f"{value!r} is not a value of {config_id} (one of {', '.join(choices)})")
+
+    def tools_for(self, session: Session) -> Connection:
+        """The session's connection to the tool server its client offered, made on first use."""
+        with session.tools_lock:
+            if session.tools is None:
+                session.tools = connect(session.mcp_servers, session.cwd)
+            return session.tools
 
     def session_model(self, session: Session) -> str:
         with self.lock:

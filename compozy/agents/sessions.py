@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from compozy.agents.directives import crash_marker_key
 
 if TYPE_CHECKING:
+    from compozy.agents.tools import Connection
     from compozy.agents.turn import Turn
 
 SESSION_ID_PATTERN = re.compile(r"ref_[0-9a-f]{32}")
@@ -28,6 +29,9 @@ class Session:
     config: dict
     history: list = field(default_factory=list)
     turn: Turn | None = None
+    mcp_servers: list = field(default_factory=list)  # offered by the client; never saved (they carry secrets)
+    tools: Connection | None = None
+    tools_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def valid_history(entries) -> list:

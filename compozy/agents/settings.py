@@ -35,6 +35,7 @@ class Settings:
     require_auth: bool
     load_session: bool
     steering: bool
+    mcp_http: bool
     chunk_delay: float
     models: tuple
     state_dir: Path
@@ -45,6 +46,7 @@ class Settings:
         return cls(require_auth=env_flag(env, "COMPOZY_REFERENCE_REQUIRE_AUTH"),
                    load_session=not env_flag(env, "COMPOZY_REFERENCE_NO_LOAD"),
                    steering=env_flag(env, "COMPOZY_REFERENCE_STEERING"),
+                   mcp_http=not env_flag(env, "COMPOZY_REFERENCE_NO_MCP_HTTP"),
                    chunk_delay=parse_delay(env.get("COMPOZY_REFERENCE_CHUNK_DELAY", "")),
                    models=models or DEFAULT_MODELS, state_dir=default_state_dir(env))
 

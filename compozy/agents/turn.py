@@ -144,6 +144,25 @@ class Turn(DirectiveSteps):
         finally:
             self.agent.forget_request(pending)
 
+    def await_call(self, call):
+        """call() on a thread of its own, the turn still cancellable while it runs; its result or error."""
+        outcome: dict = {}
+
+        def run() -> None:
+            try:
+                outcome["result"] = call()
+            except Exception as error:  # noqa: BLE001 (handed to the turn, which decides)
+                outcome["error"] = error
+            done.set()
+        done = threading.Event()
+        threading.Thread(target=run, name="mcp-call", daemon=True).start()
+        while not done.wait(POLL_SECONDS):
+            if self.cancel_requested.is_set() and not self.ignore_cancel:
+                raise TurnCancelled()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]
+
     def start_tool_call(self, title: str, kind: str, status: str, **extra) -> str:
         call_id = self.agent.new_tool_call_id()
         self.update({"sessionUpdate": "tool_call", "toolCallId": call_id, "title": title, "kind": kind,

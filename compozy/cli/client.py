@@ -58,6 +58,14 @@ class Client:
             raise _error_from(response.status, document)
         return response.status, document
 
+    def exchange(self, method, path, body, headers=None):
+        """(status, body bytes) whatever the status: for a protocol with error bodies of its own (MCP)."""
+        response, connection = self._send(method, path, body, None, headers, self.timeout)
+        try:
+            return response.status, response.read()
+        finally:
+            connection.close()
+
     def stream(self, method, path, body=None, query=None, timeout=None):
         """Yield (event, data) pairs of a Server-Sent Events response."""
         response, connection = self._send(method, path, body, query, {"Accept": "text/event-stream"}, timeout)

@@ -26,10 +26,10 @@ class Context:
             self._client = Client(resolve_url(self.url, Home()))
         return self._client
 
-    def call(self, name, /, **fields):
+    def call(self, name, /, headers=None, **fields):
         """The document an operation of the table answers; None fields are left out."""
         method, path, query, body = self._request(name, fields)
-        return self.client.call(method, path, body=body, query=query)[1]
+        return self.client.call(method, path, body=body, query=query, headers=headers)[1]
 
     def stream(self, name, /, **fields):
         """(event, data) pairs of an operation answered as Server-Sent Events."""
@@ -56,7 +56,7 @@ def cli(ctx, url):
 
 
 def main(argv=None):
-    from compozy.cli import agent, daemon, history, lifecycle, prompting, session, workspace  # noqa: F401
+    from compozy.cli import agent, daemon, history, lifecycle, mcp, prompting, session, workspace  # noqa: F401
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

@@ -9,6 +9,7 @@ import os
 
 import click
 
+from compozy.api import SECRET_ENV, SECRET_HEADER, SESSION_ENV, SESSION_HEADER
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, output_option, session_block, session_line
 
@@ -32,6 +33,10 @@ def session():
 def new(obj, cwd, quiet, output, **fields):
     """Create a durable session (active, no agent process until the first prompt).
 
+    Run by an agent the daemon bound (COMPOZY_SESSION_ID and COMPOZY_BINDING_SECRET in its
+    environment), the new session records that agent's session as its parent unless --parent
+    names another, when both share the workspace.
+
     \b
     Example:
       compozy session new --cwd ~/src/app --name refactor
@@ -39,8 +44,15 @@ def new(obj, cwd, quiet, output, **fields):
     """
     if cwd or not fields["workspace"]:
         fields["workspace_path"] = os.path.abspath(cwd or os.getcwd())
-    document = obj.call("session.create", **fields)
+    document = obj.call("session.create", headers=agent_identity(), **fields)
     emit(document, output, lambda d: d["session"]["id"] if quiet else session_block(d["session"]))
+
+
+def agent_identity():
+    """The identity headers of the bound agent this command runs under, if any."""
+    if os.environ.get(SESSION_ENV) and os.environ.get(SECRET_ENV):
+        return {SESSION_HEADER: os.environ[SESSION_ENV], SECRET_HEADER: os.environ[SECRET_ENV]}
+    return None
 
 
 @session.command("list")

@@ -19,6 +19,7 @@ from compozy.daemon.logs import setup_logging
 from compozy.http.app import create_app
 from compozy.manager import SessionManager
 from compozy.paths import FILE_MODE, write_private_json
+from compozy.session.turns.identity import ToolEndpoints
 
 log = logging.getLogger("compozy.daemon")
 
@@ -63,10 +64,10 @@ class Daemon:
         descriptors = raise_descriptor_limit()
         config = load_config(self.home.config_file)
         sockets, port = self._bind()
-        manager = SessionManager(self.home, config).start()
+        url = f"http://{url_host(self.host)}:{port}" if port else None
+        manager = SessionManager(self.home, config, endpoints=self.endpoints(port)).start()
         app = create_app(manager, port, token=self.token)
         servers = serve(app, sockets, descriptors)
-        url = f"http://{url_host(self.host)}:{port}" if port else None
         self._install_signal_handlers()
         threading.Thread(target=self.serve_loop, args=(servers[0],), name="waitress", daemon=True).start()
         write_private_json(self.home.daemon_file, {"pid": os.getpid(), "http": url, "socket": str(self.socket_path),
@@ -83,6 +84,11 @@ class Daemon:
                 server.close()
             self._cleanup(lock_fd)
         return 1 if self.server_failed else 0
+
+    def endpoints(self, port):
+        """Where the agents this daemon binds reach its tool server: loopback, even when it listens wider."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return ToolEndpoints(f"http://{url_host(host)}:{port}" if port else None, str(self.socket_path), self.token)
 
     def serve_loop(self, server):
         """The network loop; if it ever ends on its own the daemon is deaf, so it shuts down and

@@ -10,7 +10,7 @@ from werkzeug.exceptions import HTTPException
 
 from compozy import __version__, api
 from compozy.errors import CompozyError, error_body
-from compozy.http import guards, page, routes
+from compozy.http import guards, page, routes, tool_server
 from compozy.http.openapi import openapi
 
 log = logging.getLogger("compozy.http")
@@ -29,6 +29,7 @@ def create_app(manager, port=None, token=None):
         app.add_url_rule(operation.rule, endpoint=operation.name, methods=[operation.method],
                          view_func=routes.view(manager, operation, handler))
     page.register(app)
+    tool_server.register(app, manager)
 
     @app.before_request
     def guard():

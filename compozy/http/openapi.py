@@ -59,7 +59,7 @@ def _operation(operation):
     if operation.cli is not None:
         document["x-cli"] = f"compozy {operation.cli.command}"
     if operation.tool is not None:
-        document["x-mcp-tool"] = operation.tool
+        document["x-mcp-tool"] = operation.tool.name
     return document
 
 

@@ -7,6 +7,7 @@ names by keyword, and answers with the status the table gives the result's kind.
 
 from flask import Response, jsonify, request
 
+from compozy.api import SECRET_HEADER, SESSION_HEADER
 from compozy.errors import invalid
 from compozy.http.guards import json_body, query_args
 from compozy.http.sse import records_as_pairs, sse_response, wants_stream
@@ -21,6 +22,8 @@ def call(manager, operation, params):
         arguments["body"] = json_body()
     if operation.query:
         arguments["query"] = query_args()
+    if SESSION_HEADER in operation.headers:
+        arguments["identity"] = (request.headers.get(SESSION_HEADER), request.headers.get(SECRET_HEADER))
     return getattr(manager, operation.facade)(**arguments)
 
 

@@ -16,7 +16,6 @@ BOOLEAN = {"type": "boolean"}
 NUMBER = {"type": "number"}
 OBJECT = {"type": "object"}
 TIMESTAMP = {"type": "string", "format": "date-time"}
-_TYPES = {str: "string", bool: "boolean", int: "integer", dict: "object", list: "array"}
 
 
 def ref(name):
@@ -52,33 +51,13 @@ def wrapped(key, name):
 # -- request specs -----------------------------------------------------------------------------
 
 def field_schema(field):
-    """One validate.Field as JSON Schema."""
-    schema = {"type": _TYPES[field.types[0]]}
-    if field.max_length is not None:
-        schema["maxLength"] = field.max_length
-    if field.choices:
-        schema["enum"] = list(field.choices)
-    if field.minimum is not None:
-        schema["minimum"] = field.minimum
-    if field.maximum is not None:
-        schema["maximum"] = field.maximum
-    if field.fields is not None:
-        schema.update(spec_schema(field.fields))
-    if field.items is not None:
-        schema["items"] = spec_schema(field.items)
-    return schema
+    """One validate.Field as JSON Schema, optional members of nested specs nullable."""
+    return v.field_schema(field, nullable)
 
 
 def spec_schema(spec):
-    """A body spec as a closed object: check_body refuses fields it does not declare, and takes an
-    optional field sent as null for an absent one."""
-    properties = {name: field_schema(field) if field.required else nullable(field_schema(field))
-                  for name, field in spec.items()}
-    schema = {"type": "object", "additionalProperties": False, "properties": properties}
-    required = [name for name, field in spec.items() if field.required]
-    if required:
-        schema["required"] = required
-    return schema
+    """A body spec as a closed object whose optional fields are nullable (check_body takes null for absent)."""
+    return v.spec_schema(spec, nullable)
 
 
 # -- answers -------------------------------------------------------------------------------------

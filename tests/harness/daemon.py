@@ -17,7 +17,8 @@ def test_environment(home, extra=None):
     env = dict(os.environ)
     env["COMPOZY_HOME"] = str(home)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    env.pop("COMPOZY_URL", None)
+    for name in ("COMPOZY_URL", "COMPOZY_SESSION_ID", "COMPOZY_BINDING_SECRET"):
+        env.pop(name, None)  # the tests' own daemon, never the one this process may run under
     env.update(extra or {})
     return env
 

@@ -10,15 +10,13 @@ import sys
 from dataclasses import dataclass, field
 
 from compozy.cli.client import Client, encode_query, request
-from compozy.config import load as load_config
 from compozy.errors import CompozyError
-from compozy.manager import SessionManager
-from compozy.paths import Home
 
 from tests.harness.answers import answer_problem, error_problem, resource_key
 from tests.harness.daemon import ENTRY, test_environment
 from tests.harness.ops import OPS, STREAM, argv, collect, fields_of
 from tests.harness.scenario import ScenarioError
+from tests.harness.served import ServedManager
 
 CLI_TIMEOUT = 120
 
@@ -55,17 +53,16 @@ def scoped(operation):
 
 
 class InProcess:
-    """The manager façade itself, in the test process."""
+    """The manager façade itself, in the test process (its app served too, for the agents' native tools)."""
 
     name = "inproc"
 
     def __init__(self, home):
-        self.home = home
+        self.served = ServedManager(home)
         self.manager = None
 
     def start(self):
-        home = Home(self.home)
-        self.manager = SessionManager(home, load_config(home.config_file)).start()
+        self.manager = self.served.start().manager
         return self
 
     def call(self, op_name, args):
@@ -103,9 +100,8 @@ class InProcess:
         return self.start()
 
     def close(self):
-        if self.manager:
-            self.manager.shutdown()
-            self.manager = None
+        self.served.close()
+        self.manager = None
 
 
 class HttpSurface:

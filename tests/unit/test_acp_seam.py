@@ -14,6 +14,9 @@ SEAM_DIRS = ("acp", "agents")
 # Methods of ACP v1 in both directions, and compozy's steering extension.
 METHOD = re.compile(r"\b(?:session|fs|terminal)/[a-z_]+\b(?!\.py)"  # not a module path such as session/stop.py
                     r"|_compozy/[a-z_]+|[\"'](?:initialize|authenticate|logout)[\"']")
+# The native tool server speaks MCP, whose handshake is also named "initialize": only ACP's namespaced
+# methods are looked for there.
+MCP_DIR = "mcp"
 
 
 def outside_the_seam():
@@ -28,7 +31,10 @@ def method_names(text):
 
 @pytest.mark.parametrize("path", list(outside_the_seam()), ids=lambda p: str(p.relative_to(PACKAGE_DIR)))
 def test_no_acp_method_name_outside_the_seam(path):
-    assert method_names(path.read_text(encoding="utf-8")) == []
+    names = method_names(path.read_text(encoding="utf-8"))
+    if path.relative_to(PACKAGE_DIR).parts[0] == MCP_DIR:
+        names = [name for name in names if name != "initialize"]
+    assert names == []
 
 
 def test_the_scan_sees_every_method_the_seam_speaks():

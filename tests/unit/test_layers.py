@@ -8,12 +8,13 @@ Layers (shared/reference/style.md section 6.3, as fixed for this project):
   3 acp.* (the ACP seam: the agent process, the client, options, the agent's requests)
   4 session.*
   5 manager
-  6 http.*, daemon.*, cli.* (cli.client included)
+  6 http.*, daemon.*, cli.* (cli.client included), mcp.* (the native tool server)
 A module imports only lower layers; store.*, acp.* and session.* may also import same-package siblings.
 Inside session.*, the sub-packages are ordered records < lifecycle < turns: a module imports only from its
 own sub-package or a lower one.
 Layer 0: errors imports nothing from compozy; ids, states and clock may import errors.
-Layer 6: http.* imports http.* siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
+Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
+siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api (the operation table), errors, ids and other cli modules at module level, and paths,
 config and location lazily (inside a function), never manager, http, daemon or session. Two lazy imports are
 named by the style guide itself: `cli.daemon` imports `daemon.process` inside `daemon run`, and `cli.agent`
@@ -39,13 +40,14 @@ LAYER_OF = {
     "compozy.api": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.acp": 3,
     "compozy.session": 4,
     "compozy.manager": 5,
-    "compozy.http": 6, "compozy.daemon": 6, "compozy.cli": 6, "compozy.__main__": 6,
+    "compozy.http": 6, "compozy.daemon": 6, "compozy.cli": 6, "compozy.mcp": 6, "compozy.__main__": 6,
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
-SIBLING_PACKAGES = ("compozy.store", "compozy.acp", "compozy.session", "compozy.http", "compozy.daemon")
+SIBLING_PACKAGES = ("compozy.store", "compozy.acp", "compozy.session", "compozy.http", "compozy.daemon",
+                    "compozy.mcp")
 SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compozy.session.turns")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
-                 "compozy.agents.turn", "compozy.agents.settings")
+                 "compozy.agents.turn", "compozy.agents.settings", "compozy.agents.tools")
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference")}
@@ -172,6 +174,8 @@ def violations(module, path):
             pass  # store.* -> store.*, acp.* -> acp.*, session.* -> session.*, http.* -> http.*, daemon.* -> daemon.*
         elif in_package(module, "compozy.daemon") and in_package(target, "compozy.http"):
             pass  # the daemon process builds the app
+        elif in_package(module, "compozy.http") and in_package(target, "compozy.mcp"):
+            pass  # the app serves the native tool server
         elif module == "compozy.__main__" and target == "compozy.cli.main":
             pass  # `python -m compozy` is the CLI
         elif theirs == own:

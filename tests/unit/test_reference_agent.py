@@ -169,6 +169,7 @@ def test_initialize_answers_version_one_and_its_capabilities(spawn):
         "protocolVersion": 1,
         "agentCapabilities": {"loadSession": True,
                               "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                              "mcpCapabilities": {"http": True, "sse": False},
                               "sessionCapabilities": {}},
         "agentInfo": {"name": "compozy-reference", "title": "Compozy reference agent", "version": "1"},
         "authMethods": [],

@@ -22,7 +22,7 @@ def write_bundle(home, session, runtime, failure_kind, error_text):
     process = runtime.process if runtime else None
     identity = process.identity.to_dict() if process and process.identity else None
     provider = runtime.provider if runtime else None
-    secrets = provider.env if provider else None
+    secrets = {**provider.env, **runtime.identity} if provider else None
     bundle = {
         "schema": SCHEMA,
         "created_at": now_iso(),
@@ -61,4 +61,4 @@ def exit_summary(runtime):
         how = "closed its output"
     tail = process.stderr_tail().strip().splitlines()[-2:]
     text = f"agent process {how}" + (f"; stderr: {' / '.join(tail)}" if tail else "")
-    return redact(text, runtime.provider.env)[:500]
+    return redact(text, {**runtime.provider.env, **runtime.identity})[:500]

@@ -10,7 +10,9 @@ from compozy.session.records.store import new_record
 from compozy.states import CREATE_LINEAGE_KINDS, LineageKind
 
 
-def create_session(body, *, config, workspaces, store):
+def create_session(body, *, config, workspaces, store, caller=None):
+    """caller: the bound agent creating it (compozy.session.turns.identity.Caller), its parent by default
+    when the new session lands in the caller's workspace (creation provenance)."""
     body = v.check_body(body, v.CREATE_FIELDS)
     if ("workspace" in body) == ("workspace_path" in body):
         raise invalid("give exactly one of workspace or workspace_path")
@@ -20,6 +22,8 @@ def create_session(body, *, config, workspaces, store):
     workspace = workspaces.check_usable(workspaces.resolve(body["workspace"]) if "workspace" in body
                                         else workspaces.for_path(body["workspace_path"]))  # step 1: and the workspace
     session_id = new_id("sess")
+    if caller is not None and "parent_session_id" not in body and caller.workspace_id == workspace["id"]:
+        body["parent_session_id"] = caller.id
     lineage = _lineage(body, workspace, store, session_id)
     record = new_record(session_id, name=body.get("name"), session_type=body.get("type", "user"),
                             agent_name=agent.name, workspace_id=workspace["id"], cwd=workspace["path"],

@@ -7,6 +7,7 @@ in RuntimeEvents, which drops output from a runtime that no longer serves the se
 
 import logging
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from compozy import serialize
@@ -23,7 +24,7 @@ FRESH_PROGRESS_SECONDS = 1.0
 @dataclass
 class Services:
     """What every session shares: configuration, stores, feeds, the clock and the process table the
-    timers and the stop ladder read, and the registry of live sessions."""
+    timers and the stop ladder read, the registry of live sessions and the bindings' identities."""
 
     home: object
     config: object
@@ -33,6 +34,7 @@ class Services:
     clock: object
     processes: object
     live_sessions: object = None
+    identities: object = None
     accepting: bool = True
 
 
@@ -137,6 +139,21 @@ class LiveSession:
     def current_turn_id(self):
         turn = self.turn
         return turn.id if turn else None
+
+    @contextmanager
+    def serving_tool_call(self):
+        """While the daemon serves a native tool call of this session, its turn waits on us, not on the agent."""
+        with self.lock:
+            turn = self.turn
+            if turn is not None:
+                turn.tool_calls += 1
+        try:
+            yield
+        finally:
+            if turn is not None:
+                with self.lock:
+                    turn.tool_calls -= 1
+                    turn.progress()
 
     def close(self):
         self.services.store.logs.unpin(self.id)

@@ -12,6 +12,8 @@ from compozy.store.eventlog import ARCHIVE_FILTERS, DEFAULT_READ_LIMIT, MAX_READ
 
 EVENT_FILTERS = ("after_sequence", "before_sequence", "turn_id", "type", "limit", "archive")
 KEEPALIVE_SECONDS = 20.0
+TURN_ENDS = ("done", "error")
+MAX_ANSWER_CHARS = 64 * 1024
 
 
 def _check_filters(query, allowed):
@@ -67,3 +69,23 @@ def follow(log, feed, after, until=None, keepalive=KEEPALIVE_SECONDS):
             yield record
             if until is not None and until(record):
                 return
+
+
+def turn_answer(log, feed, turn_id):
+    """(answer, exhausted) once the turn has ended: {"turn_id", "end", "stop_reason" | "error", "text",
+    "truncated"}, the text bounded; exhausted when recovery gave up on the agent during the turn."""
+    cursor = log.last_sequence()
+    if not log.read_all(archive="all", types=list(TURN_ENDS), turn_id=turn_id):
+        ends = lambda r: r["turn_id"] == turn_id and r["type"] in TURN_ENDS  # noqa: E731
+        for _ in follow(log, feed, cursor, until=ends):
+            pass
+    events = log.read_all(archive="all", turn_id=turn_id)
+    end = next((e for e in reversed(events) if e["type"] in TURN_ENDS), None)
+    text = "".join(e["content"].get("text", "") for e in events if e["type"] == "agent_message")
+    answer = {"turn_id": turn_id, "end": end["type"] if end else "error", "text": text[:MAX_ANSWER_CHARS],
+              "truncated": len(text) > MAX_ANSWER_CHARS}
+    if end is not None and end["type"] == "done":
+        answer["stop_reason"] = end["content"].get("stop_reason")
+    else:
+        answer["error"] = end["content"].get("error") if end else "the session closed before the turn ended"
+    return answer, any(e["type"] == "runtime_recovery_exhausted" for e in events)

@@ -8,6 +8,7 @@ Nothing of the authored message is persisted here: the caller records user_messa
 import logging
 
 from compozy.acp.client import BindFailure, configure, launch, needs_configuration, open_session
+from compozy.api import SECRET_ENV
 from compozy.errors import CompozyError
 from compozy.session.records.live import RuntimeEvents
 from compozy.session.lifecycle.recovery import lost_outside_turn
@@ -95,15 +96,24 @@ class Binder:
                               "startup_failure")
         stored = session.record.runtime
         listener = RuntimeEvents(session, self.requests, self._lost_outside_turn)
-        runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root))
+        identities = self.services.identities
+        secret = identities.issue(session)
+        try:
+            runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
+                             identity={SECRET_ENV: secret})
+        except BindFailure:
+            identities.forget(secret)
+            raise
         session.candidate = runtime
+        identities.attach(secret, runtime)
         try:
             last_provider = (stored.last_known or {}).get("provider")
             load_id = stored.acp_session_id if allow_load and last_provider == provider.name else None
-            loaded = open_session(runtime, session.record.cwd, load_id)
+            loaded = open_session(runtime, session.record.cwd, load_id, identities.offer(secret, session.id))
             configure(runtime, target)
         except BindFailure:
             session.candidate = None
+            identities.forget(secret)
             self._discard(runtime)
             raise
         return runtime, loaded

@@ -3,11 +3,14 @@
 Layer 4. approve-all allows once, deny-all rejects, approve-reads allows reads and holds the
 rest as pending interactions until POST .../approve or the timeout (reject-once). File requests
 reach only the workspace's own folder. The ACP seam (compozy.acp.requests) decodes the requests,
-does the file I/O and answers each one through the reply it hands in here.
+does the file I/O and answers each one through the reply it hands in here. The agent's native
+tool calls are decided the same way: a read of sessions as a read, anything that changes one as
+an edit; a held tool call keeps its caller waiting until it is decided.
 """
 
 import logging
 import os
+import threading
 from dataclasses import dataclass
 
 from compozy.ids import new_id
@@ -17,6 +20,9 @@ from compozy.states import PermissionDecision, PermissionMode
 log = logging.getLogger("compozy.permissions")
 
 READ_KINDS = ("read", "search")
+TOOL_OPTIONS = [{"option_id": "allow-once", "name": "Allow", "kind": "allow_once"},  # the interface's shape
+                {"option_id": "reject-once", "name": "Reject", "kind": "reject_once"}]
+SHUTDOWN_POLL = 1.0
 
 
 @dataclass
@@ -24,7 +30,7 @@ class PendingRequest:
     request_id: str
     reply: object  # answer(decision) answers the agent (compozy.acp.requests)
     turn_id: str | None
-    kind: str  # "permission" or "fs_write"
+    kind: str  # "permission", "fs_write" or "tool_call"
     created: float  # on the services' monotonic clock
 
 
@@ -84,6 +90,26 @@ class AgentRequests:
         self._hold(session, pending, {"tool_call_id": None, "title": f"Write {path}",
                                       "action": "edit", "resource": path, "options": []})
 
+    def tool_call(self, session, title, target, changes):
+        """The decision on a native tool call of this session (blocking while a person decides)."""
+        action = "edit" if changes else "read"
+        details = {"tool_call_id": None, "title": title, "action": action, "resource": target,
+                   "options": TOOL_OPTIONS}
+        pending = PendingRequest(new_id("perm"), ToolCallReply(), session.current_turn_id(), "tool_call",
+                                 self.services.clock.monotonic())
+        decision = self._decide(action, [])
+        if decision == PermissionDecision.ALLOW_ONCE:
+            return decision
+        if decision is not None:
+            session.append_event("permission", {"request_id": pending.request_id, **details, "decision": decision,
+                                                "reason": f"mode {self.mode()}"}, pending.turn_id)
+            return decision
+        self._hold(session, pending, details)
+        while not pending.reply.decided.wait(SHUTDOWN_POLL):
+            if not self.services.accepting:
+                self.decide(session, pending.request_id, "cancelled", "cancelled")
+        return pending.reply.decision
+
     def _decide(self, kind, escaping):
         if escaping:
             return PermissionDecision.REJECT_ONCE.value
@@ -131,3 +157,15 @@ class AgentRequests:
         for request_id, pending in list(session.permissions.items()):
             if now - pending.created >= timeout:
                 self.decide(session, request_id, PermissionDecision.REJECT_ONCE.value, "timeout")
+
+
+class ToolCallReply:
+    """A held native tool call: the caller's request thread waits until a decision answers it."""
+
+    def __init__(self):
+        self.decided = threading.Event()
+        self.decision = None
+
+    def answer(self, decision):
+        self.decision = decision
+        self.decided.set()

@@ -32,6 +32,7 @@ class Turn:
         self.recovery = None
         self.injections = []
         self.pending_permissions = 0
+        self.tool_calls = 0  # native tool calls of this session the daemon is serving
         self.open_tools = set()
         self.finished = False
         self.started_at = self.last_progress = self.last_progress_event = clock.monotonic()
@@ -55,7 +56,7 @@ class Turn:
     @property
     def waiting_on_agent(self):
         """Silence accrues only while the agent owes us work (not while we owe it an answer)."""
-        return self.prompting and self.pending_permissions == 0
+        return self.prompting and self.pending_permissions == 0 and self.tool_calls == 0
 
     def progress(self):
         self.last_progress = self.clock.monotonic()

@@ -1,0 +1,105 @@
+"""The native tools: the operation table's tool entries, listed with their JSON Schemas and called
+as the bound agent that calls them, with the documents and error bodies of the HTTP routes.
+
+Layer 6 (surface). A call is the operation itself: the caller's workspace fills the workspace (so a
+session of another workspace is session_not_found, as on a scoped route), the target defaults to
+the caller where the tool allows it, and the façade method the table names does the work. The
+governed rules live here: no tool stops, prompts or archives its own caller; every call is decided
+by the permission mode (reads as reads, anything else as an edit) before it runs.
+"""
+
+import hashlib
+import json
+import logging
+
+from compozy import api
+from compozy import validate as v
+from compozy.errors import CompozyError, error_body, invalid
+
+log = logging.getLogger("compozy.mcp")
+
+SELF_REFUSED = ("compozy__session_prompt", "compozy__session_stop", "compozy__session_archive")
+# Tool arguments the interface fixes whose behaviour is not built yet: refused rather than ignored.
+NOT_YET = {"spawn": "governed spawned children", "notify_on_complete": "reply wakes"}
+NATIVE_STOP_DEPRECATION = "compozy__session_stop without an explicit wait is deprecated; send wait true or false"
+
+
+def listing():
+    """tools/list: every tool of the table with the JSON Schema of its arguments."""
+    return [{"name": operation.tool.name, "description": operation.tool.description,
+             "inputSchema": v.spec_schema(operation.tool.arguments(operation)),
+             "annotations": {"readOnlyHint": operation.method == "GET"}}
+            for operation in api.TOOLS.values()]
+
+
+def call(manager, caller, operation, arguments):
+    """The CallToolResult of one call: the HTTP document, or isError with the HTTP error body."""
+    try:
+        return result(_call(manager, caller, operation, arguments))
+    except CompozyError as exc:
+        return result(exc.to_body(), error=True)
+    except Exception:  # noqa: BLE001 (a tool call answers, it never takes the server down)
+        log.exception("native tool %s failed unexpectedly", operation.tool.name)
+        return result(error_body("internal_error", "unexpected error; see the daemon log"), error=True)
+
+
+def result(document, error=False):
+    return {"content": [{"type": "text", "text": json.dumps(document, separators=(",", ":"))}],
+            "structuredContent": document, "isError": error}
+
+
+def _call(manager, caller, operation, arguments):
+    tool = operation.tool
+    fields = v.check_body(arguments, tool.arguments(operation), where=f"{tool.name} arguments")
+    target = _target(tool, caller, fields)
+    options = {name: fields.pop(name) for name in list(fields) if name in tool.extra}
+    legacy_stop = tool.name == "compozy__session_stop" and "wait" not in fields
+    if legacy_stop:
+        fields["wait"] = True  # the previous synchronous answer, with a deprecation note
+    if "idempotency_key" in fields:
+        fields["message_id"] = _message_id(caller, fields["idempotency_key"])
+    keywords = _keywords(operation, caller, target, fields)
+    with manager.serving_tool_call(caller, f"{tool.name} {target or ''}".strip(), target or caller.workspace_id,
+                                   changes=operation.method != "GET"):
+        document = dict(getattr(manager, operation.facade)(**keywords))
+        if options.get("wait") and "prompt" in document:
+            document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"])
+    if legacy_stop:
+        document["deprecation"] = NATIVE_STOP_DEPRECATION
+    return document
+
+
+def _target(tool, caller, fields):
+    """The session the call aims at (None for tools that take none), after the governed refusals."""
+    for name, what in NOT_YET.items():
+        if name in fields:
+            raise invalid(f"{name} ({what}) is not available yet", field=name, reason="not_available")
+    target = fields.pop("session_id", caller.id) if tool.target else None
+    if target == caller.id and tool.name in SELF_REFUSED:
+        raise CompozyError("session_is_caller", f"{tool.name} cannot target the calling session itself",
+                           session_id=target)
+    return target
+
+
+def _message_id(caller, idempotency_key):
+    """The message of a keyed tool prompt, derived from its caller and key: a retry is the same message."""
+    digest = hashlib.sha256(f"{caller.id}\n{idempotency_key}".encode()).hexdigest()[:32]
+    return f"tool-{digest}"
+
+
+def _keywords(operation, caller, target, fields):
+    """The façade call of the table's operation, scoped to the caller's workspace."""
+    keywords = {}
+    if "workspace" in operation.path_params:
+        keywords["workspace"] = caller.workspace_id
+    if "session_id" in operation.path_params:
+        keywords["session_id"] = target
+    if "workspace" in {**(operation.body or {}), **operation.query}:
+        fields["workspace"] = caller.workspace_id
+    if operation.body is not None:
+        keywords["body"] = fields
+    elif operation.query:
+        keywords["query"] = fields
+    if api.SESSION_HEADER in operation.headers:
+        keywords["identity"] = (caller.id, caller.secret)
+    return keywords
