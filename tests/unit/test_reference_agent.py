@@ -509,6 +509,50 @@ def test_stop_usage_plan_thought_and_tools(spawn, workdir):
                                "usage": {"inputTokens": 1000, "outputTokens": 200, "totalTokens": 1200}}
 
 
+FAKE_MCP_SERVER = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    params = message.get("params") or {}
+    if message["method"] == "tools/call":
+        result = {"content": [{"type": "text", "text": json.dumps(params["arguments"])}],
+                  "isError": params["name"] == "refused"}
+    else:
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "fake"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def test_mcp_directive_calls_a_tool_on_the_offered_stdio_server(spawn, workdir, tmp_path):
+    script = tmp_path / "fake_mcp_server.py"
+    script.write_text(FAKE_MCP_SERVER)
+    agent = spawn()
+    agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    server = {"name": "fake", "command": sys.executable, "args": [str(script)], "env": [{"name": "X", "value": "1"}]}
+    response, _ = agent.call("session/new", {"cwd": str(workdir), "mcpServers": [server]})
+    session_id = response.result["sessionId"]
+    response, seen = prompt(agent, session_id, '[mcp echo {"a":1}] [mcp refused] [mcp echo {oops}]')
+    tool_updates = [u for u in updates(seen) if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+    assert [(u["sessionUpdate"], u.get("status")) for u in tool_updates] == [
+        ("tool_call", "in_progress"), ("tool_call_update", "completed"),
+        ("tool_call", "in_progress"), ("tool_call_update", "failed")]
+    assert tool_updates[0]["title"] == "echo" and tool_updates[0]["rawInput"] == {"a": 1}
+    assert tool_updates[1]["rawOutput"] == {"content": [{"type": "text", "text": '{"a": 1}'}], "isError": False}
+    text = reply_text(seen)
+    assert text.startswith('mcp echo: {"a": 1} mcp refused: {} mcp echo error: arguments are not JSON:')
+    assert text.endswith("echo: ") and response.result == {"stopReason": "end_turn"}
+
+
+def test_mcp_directive_without_a_server_fails_the_tool_call(spawn, workdir):
+    agent = spawn()
+    session_id, _ = open_session(agent, workdir)
+    _, seen = prompt(agent, session_id, "[mcp compozy__session_list]")
+    assert updates(seen)[1]["status"] == "failed"
+    assert reply_text(seen) == "mcp compozy__session_list error: no MCP server was offered in mcpServers echo: "
+
+
 def test_fail_answers_with_an_error_after_earlier_output(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)
