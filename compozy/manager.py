@@ -125,7 +125,7 @@ class SessionManager:
         """Create a durable logical session: active, runtime unbound, no agent process. identity: the
         (session ID, binding secret) a bound agent presents; it is the parent unless the body names one."""
         self._require_admission()
-        caller = self._presented(*identity) if identity and any(identity) else None
+        caller = self.services.identities.presented(*identity) if identity and any(identity) else None
         record = create_session(body, config=self.config, workspaces=self.workspaces, store=self.store,
                                 caller=caller)
         self._catalog_changed("upserted", record)
@@ -311,19 +311,8 @@ class SessionManager:
     # -- bound agents: identity and native tool calls --------------------------------------------
 
     def identify(self, secret):
-        """The bound agent a binding secret names while its binding lasts."""
-        caller = self.services.identities.caller(secret) if secret else None
-        if caller is None:
-            raise CompozyError("agent_identity_invalid", "the binding secret names no live binding")
-        return caller
-
-    def _presented(self, session_id, secret):
-        """The caller an HTTP/UDS request presents in its identity headers: both, and matching."""
-        caller = self.identify(secret)
-        if caller.id != session_id:
-            raise CompozyError("agent_identity_invalid", f"the binding secret is not one of session {session_id}",
-                               session_id=session_id)
-        return caller
+        """The bound agent a binding secret names while its binding lasts (else agent_identity_invalid)."""
+        return self.services.identities.require(secret)
 
     @contextmanager
     def serving_tool_call(self, caller, title, target, changes):

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 
 from compozy.api import SECRET_ENV, SESSION_ENV, TOOL_SERVER_PATH
+from compozy.errors import CompozyError
 from compozy.location import import_environment, self_command
 
 TOKEN_ENV = "COMPOZY_TOKEN"
@@ -86,6 +87,21 @@ class Identities:
         if runtime is None or not _serving(session, runtime):
             return None
         return Caller(session, secret)
+
+    def require(self, secret):
+        """The caller a secret names, else agent_identity_invalid."""
+        caller = self.caller(secret) if secret else None
+        if caller is None:
+            raise CompozyError("agent_identity_invalid", "the binding secret names no live binding")
+        return caller
+
+    def presented(self, session_id, secret):
+        """The caller of a request's identity headers: both given, and the secret one of that session."""
+        caller = self.require(secret)
+        if caller.id != session_id:
+            raise CompozyError("agent_identity_invalid", f"the binding secret is not one of session {session_id}",
+                               session_id=session_id)
+        return caller
 
     def offer(self, secret, session_id):
         """The tool server as this binding may reach it; None when the daemon serves nowhere an agent can."""
