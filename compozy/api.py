@@ -231,6 +231,10 @@ OPERATIONS = (
               cli=_session_cli("session history", flags=_flags("archive")),
               tool=Tool("compozy__session_history", "The folded history of a session of your workspace "
                         "(default: yourself)", target="caller")),
+    Operation("GET", S + "/derive/preview", "session.derive.preview", "derive_preview",
+              "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
+              (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,
+              cli=_session_cli("session preview", flags=_flags("message_id"))),
     Operation("GET", S + "/stream", "session.stream", "stream",
               "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},

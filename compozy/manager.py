@@ -15,6 +15,7 @@ from compozy.clock import SYSTEM
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
+from compozy.session.derive import sources
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
 from compozy.session.lifecycle.boot import Reconciler
@@ -298,6 +299,10 @@ class SessionManager:
         """One message per user prompt and per assistant answer."""
         return reads.read_history(self.store.events(self._record(session_id, workspace)), query)
 
+    def derive_preview(self, session_id, workspace, query=None):
+        """What a continue or fork would carry right now, at which fences; it never writes."""
+        return sources.preview(self._session(session_id, workspace), self.services, query)
+
     def stream(self, session_id, workspace, after_sequence=None):
         """Follow the session's committed events from after_sequence (None = from now)."""
         session = self._session(session_id, workspace)
@@ -376,7 +381,7 @@ class SessionManager:
         live = self.live.get(session_id)
         if live is not None:
             return serialize.encode(serialize.session_resource(live.record, live.overlay(),
-                                                               live.log.last_sequence()))
+                                                               live.log.max_active_sequence()))
         if rendered:
             return text
         record = SessionRecord.from_dict(json.loads(text))  # a row indexed before rendered reads were stored

@@ -187,4 +187,5 @@ EVENTS_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "turn_i
 HISTORY_QUERY = {"archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
 ARCHIVE_QUERY = {"stop": boolean()}
+PREVIEW_QUERY = {"message_id": text(max_length=200)}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}

@@ -73,6 +73,12 @@ class AgentClient:
         return self.caps.get("loadSession") is True
 
     @property
+    def supports_fork(self):
+        """ACP session/fork (unstable): sessionCapabilities.fork, where {} means yes."""
+        capabilities = self.caps.get("sessionCapabilities")
+        return isinstance(capabilities, dict) and capabilities.get("fork") not in (None, False)
+
+    @property
     def supports_steering(self):
         return (self.caps.get("_meta") or {}).get("compozy.dev/steering") is True
 

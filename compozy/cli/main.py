@@ -56,7 +56,7 @@ def cli(ctx, url):
 
 
 def main(argv=None):
-    from compozy.cli import agent, daemon, history, lifecycle, mcp, prompting, session, workspace  # noqa: F401
+    from compozy.cli import agent, daemon, derive, history, lifecycle, mcp, prompting, session, workspace  # noqa: F401
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

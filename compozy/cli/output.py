@@ -56,3 +56,15 @@ def _effective(runtime):
     if not shown:
         return ""
     return "  " + " ".join(f"{k}={v}" for k, v in shown.items() if k in ("provider", "model", "reasoning_effort", "speed") and v)
+
+
+def context_line(carried):
+    """`42 messages · 61.3 KiB · nothing omitted`, as the seed prints it."""
+    omitted = carried["omitted_count"]
+    detail = f"{omitted} omitted" if omitted else "bodies cut" if carried["truncated"] else "nothing omitted"
+    return f"{carried['message_count']} messages · {carried['replay_bytes'] / 1024:.1f} KiB · {detail}"
+
+
+def fence_line(fences):
+    return f"Fences        epoch {fences['epoch']}  generation {fences['generation']}  " \
+           f"max sequence {fences['max_sequence']}"

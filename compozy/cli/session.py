@@ -11,7 +11,7 @@ import click
 
 from compozy.api import SECRET_ENV, SECRET_HEADER, SESSION_ENV, SESSION_HEADER
 from compozy.cli.main import choice, cli
-from compozy.cli.output import emit, output_option, session_block, session_line
+from compozy.cli.output import emit, fence_line, output_option, session_block, session_line
 
 
 @cli.group()
@@ -95,11 +95,10 @@ def get(obj, session_id, workspace, output):
 
 
 def _session_detail(resource):
-    fences, health = resource["fences"], resource["health"]
+    health = resource["health"]
     return "\n".join([session_block(resource),
                       f"Created       {resource['created_at']}  updated {resource['updated_at']}",
-                      f"Fences        epoch {fences['epoch']}  generation {fences['generation']}  "
-                      f"max sequence {fences['max_sequence']}",
+                      fence_line(resource["fences"]),
                       f"Health        {health['state']} ({health['health']}), attachable={health['attachable']}"])
 
 

@@ -77,11 +77,11 @@ LINEAGE = obj(["kind", "parent_session_id", "root_session_id", "spawn_depth"],
 SUPERVISION = obj(["work_signals", "sources", "quiet_warning"], work_signals=array(obj(["kind"], kind=STRING)),
                   sources=OBJECT, quiet_warning=nullable(OBJECT))
 FAILURE = obj(["kind"], kind=STRING, summary=STRING)
+FENCES = obj(["epoch", "generation", "max_sequence"], epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER)
 SESSION_FIELDS = dict(
     id=STRING, name=nullable(STRING), type=enum(SessionType), agent_name=STRING, workspace_id=STRING,
     cwd=nullable(STRING), created_at=TIMESTAMP, updated_at=TIMESTAMP, archived=BOOLEAN, archived_at=TIMESTAMP,
-    fences=obj(["epoch", "generation", "max_sequence"], epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER),
-    runtime=RUNTIME, lineage=LINEAGE, activity=obj(["last_activity_at"], last_activity_at=nullable(STRING)),
+    fences=FENCES, runtime=RUNTIME, lineage=LINEAGE, activity=obj(["last_activity_at"], last_activity_at=nullable(STRING)),
     health=HEALTH, supervision=SUPERVISION, escalated=BOOLEAN, verified=nullable(BOOLEAN),
     stop_reason=enum(StopReason), stop_detail=STRING, failure=FAILURE, attention=nullable(STRING),
     derivation=OBJECT)
@@ -103,6 +103,13 @@ PROMPT_ADMISSION = obj(["disposition", "turn_id", "message_id", "idempotency_key
 STOP_OUTCOME = obj(["state", "verified", "escalated", "stop_cause", "phase", "stopped_after"],
                    state=enum((SessionState.STOPPING, SessionState.STOPPED)), verified=BOOLEAN, escalated=BOOLEAN,
                    stop_cause=nullable(enum(StopCause)), phase=STRING, stopped_after=NUMBER, attention=STRING)
+CARRIED = dict(message_count=INTEGER, replay_bytes=INTEGER, truncated=BOOLEAN, omitted_count=INTEGER,
+               source_turn_in_progress=BOOLEAN, through_turn_id=nullable(STRING))
+PREVIEW = obj(["message_count", "replay_bytes", "truncated", "omitted_count", "source_turn_in_progress",
+               "source_message_count", "through_turn_id", "fences", "native_fork_possible"],
+              **CARRIED, source_message_count=INTEGER, fences=FENCES, native_fork_possible=BOOLEAN,
+              cut=obj(["message_id", "turn_id", "turn_settled"], message_id=STRING, turn_id=STRING,
+                      turn_settled=BOOLEAN))
 ERROR = obj(["error", "code", "details"], error=STRING, code=enum(ERRORS), details=OBJECT,
             child_session_id=STRING, current_turn_id=STRING)
 
@@ -157,6 +164,7 @@ SCHEMAS = {
         attention=array(obj(["id", "state", "workspace_id"], id=STRING, name=nullable(STRING),
                             state=enum(SessionState), workspace_id=STRING, stop_reason=nullable(STRING),
                             stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING))))),
+    "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     # Answers of the operations that arrive next (rewind, continue, fork), fixed by interface.md.
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(

@@ -23,14 +23,17 @@ MAX_READ_LIMIT = 1000
 DEFAULT_READ_LIMIT = 200
 ARCHIVE_FILTERS = ("active", "archived", "all")
 
-# The two rules no model can state: events are never deleted, the owner stamp never changes.
+# The rules no model can state: events are never deleted; the owner stamp and the carried context never change.
 TRIGGERS = (
     """CREATE TRIGGER IF NOT EXISTS store_owner_immutable BEFORE UPDATE ON store_owner
         BEGIN SELECT RAISE(ABORT, 'store_owner is immutable'); END""",
+    """CREATE TRIGGER IF NOT EXISTS carried_context_immutable BEFORE UPDATE ON carried_context
+        BEGIN SELECT RAISE(ABORT, 'carried_context is immutable'); END""",
     """CREATE TRIGGER IF NOT EXISTS events_append_only BEFORE DELETE ON events
         BEGIN SELECT RAISE(ABORT, 'events are append-only'); END""",
 )
 
+COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
           "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")
 
@@ -78,7 +81,16 @@ def make_models(db):
         class Meta:
             table_name = "store_owner"
 
-    return Event, TokenUsage, StoreOwner
+    class CarriedContext(Base):
+        """What a continued or forked session carries from its source, written once at its creation."""
+
+        singleton = IntegerField(primary_key=True, constraints=[Check("singleton = 1")])
+        document = TextField()
+
+        class Meta:
+            table_name = "carried_context"
+
+    return Event, TokenUsage, StoreOwner, CarriedContext
 
 
 def create_schema(db):
@@ -115,7 +127,7 @@ class EventLog:
     def _open(self):
         if self._db is None:
             db = open_sqlite(self.path)
-            self._event_model, self._usage_model, owner = create_schema(db)
+            self._event_model, self._usage_model, owner, self._carried_model = create_schema(db)
             owner.insert(singleton=1, session_id=self.session_id, workspace_id=self.workspace_id,
                          created_at=now_iso()).on_conflict_ignore().execute()
             row = db.execute_sql("SELECT COALESCE(MAX(sequence), 0) FROM events").fetchone()
@@ -224,8 +236,41 @@ class EventLog:
             return self._next_sequence - 1
 
     def max_active_sequence(self):
+        """The newest unarchived sequence (walks back from the end: archived tails are short)."""
         with self._read() as db:
-            return db.execute_sql("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE archived = 0").fetchone()[0]
+            row = db.execute_sql("SELECT sequence FROM events WHERE archived = 0 ORDER BY sequence DESC LIMIT 1"
+                                 ).fetchone()
+        return row[0] if row else 0
+
+    def active_of_types(self, types, through_sequence=None):
+        """Every unarchived record of these types up to through_sequence, in one read (one snapshot)."""
+        marks = ", ".join("?" * len(types))
+        sql = f"SELECT {COLUMNS} FROM events WHERE archived = 0 AND type IN ({marks})"
+        params = list(types)
+        if through_sequence is not None:
+            sql += " AND sequence <= ?"
+            params.append(through_sequence)
+        with self._read() as db:
+            rows = db.execute_sql(sql + " ORDER BY sequence", params).fetchall()
+        return [self._record(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7]) for r in rows]
+
+    def user_message(self, message_id):
+        """The user_message record carrying this message_id (archived or not), or None."""
+        with self._read() as db:
+            row = db.execute_sql(f"SELECT {COLUMNS} FROM events WHERE type = 'user_message' AND "
+                                 "json_extract(content, '$.message_id') = ? ORDER BY sequence DESC LIMIT 1",
+                                 (message_id,)).fetchone()
+        return row and self._record(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], row[7])
+
+    def set_carried(self, document):
+        with self._write():
+            self._carried_model.insert(singleton=1, document=json.dumps(document, separators=(",", ":"))).execute()
+
+    def carried(self):
+        """The carried context document, or None for a session that carries none."""
+        with self._read() as db:
+            row = db.execute_sql("SELECT document FROM carried_context WHERE singleton = 1").fetchone()
+        return json.loads(row[0]) if row else None
 
     def record_usage(self, turn_id, usage):
         """The turn's token usage, as the agent last reported it."""

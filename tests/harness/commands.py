@@ -6,7 +6,8 @@ from compozy.cli.main import cli
 
 
 def cli_commands():
-    from compozy.cli import agent, daemon, history, lifecycle, prompting, session, workspace  # noqa: F401 (register)
+    from compozy.cli import (agent, daemon, derive, history, lifecycle, prompting, session,  # noqa: F401 (register)
+                             workspace)
     return dict(_walk(cli, ""))
 
 

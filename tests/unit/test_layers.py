@@ -10,7 +10,7 @@ Layers (shared/reference/style.md section 6.3, as fixed for this project):
   5 manager
   6 http.*, daemon.*, cli.* (cli.client included), mcp.* (the native tool server)
 A module imports only lower layers; store.*, acp.* and session.* may also import same-package siblings.
-Inside session.*, the sub-packages are ordered records < lifecycle < turns: a module imports only from its
+Inside session.*, the sub-packages are ordered records < lifecycle < turns < derive: a module imports only from its
 own sub-package or a lower one.
 Layer 0: errors imports nothing from compozy; ids, states and clock may import errors.
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
@@ -45,7 +45,8 @@ LAYER_OF = {
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
 SIBLING_PACKAGES = ("compozy.store", "compozy.acp", "compozy.session", "compozy.http", "compozy.daemon",
                     "compozy.mcp")
-SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compozy.session.turns")
+SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compozy.session.turns",
+                 "compozy.session.derive")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.settings", "compozy.agents.tools")
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api")

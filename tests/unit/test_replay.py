@@ -3,7 +3,7 @@
 import json
 
 from compozy.config import from_document
-from compozy.session.records.replay import bounded, compose, fold_history, replay_prompt
+from compozy.session.records.replay import bound, compose, fold_history, replay_prompt
 
 
 def _event(sequence, kind, text, turn, **extra):
@@ -30,25 +30,34 @@ def test_history_folds_an_answer_s_chunks_into_one_message():
 
 
 def test_a_small_transcript_is_carried_whole():
-    entries, omitted = bounded(fold_history(_conversation(3)), 131072, 16384)
-    assert omitted == 0 and len(entries) == 6
+    result = bound(fold_history(_conversation(3)), 131072, 16384)
+    assert result.omitted_count == 0 and len(result.entries) == 6 and not result.truncated
 
 
 def test_the_bound_is_hard_and_keeps_the_first_user_message_and_newest_messages():
     messages = fold_history(_conversation(200, size=200))
-    entries, omitted = bounded(messages, 8192, 1024)
-    assert len(json.dumps(entries, ensure_ascii=False).encode()) <= 8192
+    result = bound(messages, 8192, 1024)
+    entries, omitted = result.entries, result.omitted_count
+    assert len(json.dumps(entries, ensure_ascii=False).encode()) == result.size <= 8192
     assert entries[0]["text"].startswith("question 0 ")
     assert entries[1] == {"role": "system", "text": f"[{omitted} earlier messages omitted to fit the context budget]"}
     assert entries[-1]["text"].startswith("answer 199 ")
-    assert omitted == len(messages) - (len(entries) - 1)
+    assert omitted == len(messages) - (len(entries) - 1) and result.truncated
 
 
 def test_each_message_is_capped_with_a_truncation_note():
     messages = fold_history([_event(1, "user_message", "x" * 5000, "t1")])
-    entries, _ = bounded(messages, 131072, 1024)
-    assert entries[0]["text"].endswith(" [content truncated]")
-    assert len(entries[0]["text"].encode()) <= 1024
+    result = bound(messages, 131072, 1024)
+    assert result.entries[0]["text"].endswith(" [content truncated]")
+    assert len(result.entries[0]["text"].encode()) <= 1024
+    assert result.truncated and result.omitted_count == 0
+
+
+def test_an_earlier_hop_s_omissions_are_counted_and_stated_even_when_everything_fits():
+    result = bound(fold_history(_conversation(2)), 131072, 16384, prior_omitted=7)
+    assert result.omitted_count == 7 and result.truncated
+    assert result.entries[1]["text"] == "[7 earlier messages omitted to fit the context budget]"
+    assert len(result.entries) == 5
 
 
 def test_the_rebuilt_prompt_has_the_seed_s_shape():

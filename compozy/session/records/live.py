@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from compozy import serialize
 from compozy.clock import iso_from_epoch, now_iso
 from compozy.session.records.feed import Feed
+from compozy.session.records.replay import CarriedContext
 from compozy.states import RUNTIME, SESSION
 
 log = logging.getLogger("compozy.session")
@@ -58,6 +59,7 @@ class LiveSession:
                          "last_activity_kind": None}
         self.idle_since = None
         self.releasing = False  # an idle release is stopping the agent
+        self._carried = None
 
     @property
     def agent(self):
@@ -73,7 +75,7 @@ class LiveSession:
         """Change fields of the record and write it: meta.json, then the catalog row."""
         with self.lock:
             self.record.change(**changes)
-            self.record.fences = {**(self.record.fences or {}), "max_sequence": self.log.last_sequence()}
+            self.record.fences = {**(self.record.fences or {}), "max_sequence": self.log.max_active_sequence()}
             self.services.store.save(self.record)
             self._catalog_changed()
         return self.record
@@ -135,6 +137,13 @@ class LiveSession:
     def health(self):
         runtime, turn = self.runtime, self.turn
         return serialize.health(self.record, runtime is not None and runtime.alive, turn is not None)
+
+    def carried(self):
+        """The context this session carries from its source (a continue or fork), or None."""
+        if self._carried is None and self.record.derivation:
+            document = self.log.carried()
+            self._carried = CarriedContext.from_dict(document) if document else None
+        return self._carried
 
     def current_turn_id(self):
         turn = self.turn

@@ -80,6 +80,7 @@ class SessionRecord:
     verified: bool | None = None
     activity: dict | None = ABSENT  # the last activity, once a turn ended
     stopped_at: str | None = ABSENT  # when the last verified stop completed
+    derivation: dict | None = ABSENT  # a continued or forked session: where it came from and how
     extra: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self):
@@ -102,7 +103,7 @@ class SessionRecord:
 
 SESSION_KEYS = ("id", "name", "type", "agent_name", "workspace_id", "cwd", "state", "created_at", "updated_at",
                 "archived", "archived_at", "lineage", "runtime", "fences", "stop_reason", "stop_detail", "failure",
-                "attention", "escalated", "verified", "activity", "stopped_at")
+                "attention", "escalated", "verified", "activity", "stopped_at", "derivation")
 FIELDS = frozenset(SESSION_KEYS) - {"id"}
 
 

@@ -1,22 +1,65 @@
-"""Transcript folding (history reads) and the bounded replay that rebuilds an agent's context.
+"""Transcript folding (history reads) and the one bounded replay that rebuilds an agent's context.
 
-Layer 4. One bounded replay serves every rebuild: a provider change, a restart without
-a loaded ACP session, recovery without a native session, and (later) continue, fork and rewind.
+Layer 4. Every rebuild goes through bound() and compose(): a provider change, a restart without a
+loaded ACP session, recovery without a native session, a rewind restart, and the context a continued
+or forked session carries (records/transcript.py builds that one; it is prepended exactly once on
+every rebuild of the new session).
 """
 
 import json
 import logging
+from dataclasses import dataclass
 
 log = logging.getLogger("compozy.replay")
 
 PROTECTED_TAIL = 8
 TRUNCATED = " [content truncated]"
+OMISSION = "[{} earlier messages omitted to fit the context budget]"
 HEADER = "Context rebuilt from log."
 INSTRUCTIONS = ("Continue this session using the persisted transcript below. It is historical context, "
                 "not a new user request. Do not repeat completed tool calls solely because they appear in "
                 "the log. The files and git state in the workspace are authoritative; inspect them before "
                 "acting on the transcript.")
-TRANSCRIPT_TYPES = ("user_message", "agent_message", "tool_call", "tool_result")
+ATTACHMENTS = " Attachments listed in the transcript were not copied to this session."
+HISTORY_POINTER = (" Earlier messages were omitted; read them on demand with compozy__session_history "
+                   "(session_id: {}).")
+LEADS = {"continue": "This session continues {} (agent: {}).", "fork": "This session forks {} (agent: {})."}
+
+
+@dataclass(frozen=True)
+class Bounded:
+    entries: list
+    omitted_count: int  # earlier hops' omissions included
+    truncated: bool  # a body was cut or a message omitted, here or by an earlier hop
+    size: int  # bytes of the JSON array, exactly as compose() sends it
+
+    @property
+    def message_count(self):
+        """The messages carried (system notes are not messages)."""
+        return sum(1 for entry in self.entries if entry["role"] != "system")
+
+
+@dataclass(frozen=True)
+class CarriedContext:
+    """What a continued or forked session carries from its source, stored with its events."""
+
+    kind: str
+    source_session_id: str
+    source_agent_name: str
+    entries: list
+    omitted_count: int
+    truncated: bool
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, document):
+        return cls(**{name: document[name] for name in cls.__dataclass_fields__})
+
+    def prefix(self):
+        """The carried entries to put in front of a newer transcript, without the old omission note."""
+        return [entry for entry in self.entries if not is_omission_note(entry)]
 
 
 def fold_history(events, include_tools=False):
@@ -47,25 +90,37 @@ def _tool_line(content):
     return f"{content.get('tool_call_id')}: {content.get('status')} {first}"[:500]
 
 
-def bounded(messages, max_replay_bytes, max_message_bytes):
-    """(entries, omitted_count): the newest messages that fit, the first user message pinned."""
-    entries = [_replay_entry(m, max_message_bytes) for m in messages]
-    if _size(entries) <= max_replay_bytes:
-        return entries, 0
-    pinned = next((e for e in entries if e["role"] == "user"), None)
-    rest = [e for e in entries if e is not pinned]
-    tail = []
-    for entry in reversed(rest):
-        note = _omission_note(len(rest) - len(tail) - 1)
-        candidate = ([pinned] if pinned else []) + [note] + [entry] + tail
-        if _size(candidate) > max_replay_bytes:
+def bound(messages, max_replay_bytes, max_message_bytes, prior_omitted=0, prior_truncated=False):
+    """The messages within the budget: each body capped, then the newest PROTECTED_TAIL kept while
+    they fit, then the earliest user message pinned ahead of the omission note if it fits, then
+    older messages, newest first, while they fit. prior_omitted counts what an earlier hop dropped."""
+    capped = [_replay_entry(m, max_message_bytes) for m in messages]
+    entries, cut = [entry for entry, _ in capped], any(was_cut for _, was_cut in capped)
+    sizes = [_size(entry) for entry in entries]
+    whole = _array_size(sizes)
+    if not prior_omitted and whole <= max_replay_bytes:
+        return Bounded(entries, 0, cut or prior_truncated, whole)
+    pin = next((i for i, entry in enumerate(entries) if entry["role"] == "user"), None)
+    order = [i for i in reversed(range(len(entries))) if i != pin]  # newest first, the pin apart
+    kept, pinned, decided = [], False, False
+
+    def fits(candidate, with_pin):
+        omitted = prior_omitted + len(entries) - len(candidate) - with_pin
+        chosen = [sizes[i] for i in candidate] + ([sizes[pin]] if with_pin else [])
+        return _array_size(chosen + [_size(omission_note(omitted))]) <= max_replay_bytes
+
+    for index in order:
+        if len(kept) == PROTECTED_TAIL and not decided:  # the protected tail fits: the pin comes next
+            pinned, decided = pin is not None and fits(kept, True), True
+        if not fits(kept + [index], pinned):
             break
-        tail.insert(0, entry)
-    omitted = len(rest) - len(tail)
-    result = ([pinned] if pinned else []) + [_omission_note(omitted)] + tail
-    while _size(result) > max_replay_bytes and len(result) > 1:
-        result.pop(0 if result[0] is not pinned else 1)  # even the pin goes before the bound breaks
-    return result, omitted
+        kept.append(index)
+    else:
+        if not decided:  # no more than the protected tail, and all of it fits
+            pinned = pin is not None and fits(kept, True)
+    omitted = prior_omitted + len(entries) - len(kept) - pinned
+    chosen = ([entries[pin]] if pinned else []) + [omission_note(omitted)] + [entries[i] for i in reversed(kept)]
+    return Bounded(chosen, omitted, True, _array_size([_size(entry) for entry in chosen]))
 
 
 def _replay_entry(message, limit):
@@ -74,33 +129,60 @@ def _replay_entry(message, limit):
     if len(encoded) > limit:
         keep = max(0, limit - len(TRUNCATED.encode()))
         text = encoded[:keep].decode("utf-8", "ignore") + TRUNCATED
-    return {"role": message["role"], "text": text, "turn_id": message.get("turn_id")}
+    entry = {"role": message["role"], "text": text}
+    if message.get("turn_id"):
+        entry["turn_id"] = message["turn_id"]
+    return entry, len(encoded) > limit
 
 
-def _omission_note(count):
-    return {"role": "system", "text": f"[{count} earlier messages omitted to fit the context budget]"}
+def omission_note(count):
+    return {"role": "system", "text": OMISSION.format(count)}
 
 
-def _size(entries):
-    return len(json.dumps(entries, ensure_ascii=False).encode("utf-8"))
+def is_omission_note(entry):
+    prefix, _, suffix = OMISSION.partition("{}")
+    text = entry.get("text", "")
+    return entry.get("role") == "system" and text.startswith(prefix) and text.endswith(suffix)
 
 
-def compose(entries, request_text, lead):
+def _size(entry):
+    return len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+
+
+def _array_size(sizes):
+    """The bytes of json.dumps(list): the items, ", " between them, and the brackets."""
+    return 2 + sum(sizes) + 2 * max(0, len(sizes) - 1)
+
+
+def compose(entries, request_text, lead, extra=""):
     """The prompt text of a rebuilt context, in the seed's format."""
-    block = json.dumps(entries, ensure_ascii=False, indent=1)
-    return (f"{HEADER}\n{lead} {INSTRUCTIONS}\n<compozy_context_replay>\n{block}\n"
+    block = json.dumps(entries, ensure_ascii=False)
+    return (f"{HEADER}\n{lead} {INSTRUCTIONS}{extra}\n<compozy_context_replay>\n{block}\n"
             f"</compozy_context_replay>\n\nUser request:\n\n{request_text}")
 
 
-def replay_prompt(events, request_text, config, session_id, reason):
-    """The first prompt for a fresh agent context, or request_text when there is no history."""
+def replay_prompt(events, request_text, config, session_id, reason, carried=None):
+    """The first prompt for a fresh agent context, or request_text when there is nothing to carry.
+
+    carried (a CarriedContext) goes in front of the session's own transcript, once."""
     messages = fold_history(events, include_tools=True)
-    if not messages:
+    if not messages and carried is None:
         return request_text, None
-    entries, omitted = bounded(messages, config["session.derive.max_replay_bytes"],
-                               config["session.derive.max_message_bytes"])
-    summary = {"session_id": session_id, "reason": reason, "message_count": len(entries),
-               "omitted_count": omitted, "bytes": _size(entries)}
+    prefix = carried.prefix() if carried else []
+    result = bound(prefix + messages, config["session.derive.max_replay_bytes"],
+                   config["session.derive.max_message_bytes"], carried.omitted_count if carried else 0,
+                   carried.truncated if carried else False)
+    summary = {"session_id": session_id, "reason": reason, "message_count": result.message_count,
+               "omitted_count": result.omitted_count, "first_user_pinned": _pinned(result.entries),
+               "bytes": result.size}
     log.info("session.replay.bounded %s", " ".join(f"{k}={v}" for k, v in summary.items()))
-    lead = f"This session ({session_id}) resumes in a new agent context."
-    return compose(entries, request_text, lead), summary
+    if carried is None:
+        return compose(result.entries, request_text, f"This session ({session_id}) resumes in a new agent context."), \
+            summary
+    extra = ATTACHMENTS + (HISTORY_POINTER.format(carried.source_session_id) if result.omitted_count else "")
+    lead = LEADS[carried.kind].format(carried.source_session_id, carried.source_agent_name)
+    return compose(result.entries, request_text, lead, extra), summary
+
+
+def _pinned(entries):
+    return len(entries) > 1 and entries[0]["role"] == "user" and is_omission_note(entries[1])
