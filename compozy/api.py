@@ -94,6 +94,7 @@ BINDING = ("agent_not_found", "model_unavailable", "provider_auth_failure", "pro
            "runtime_option_unsupported")
 IDENTITY = ("idempotency_conflict",)
 ENTRY_ERRORS = ("queue_entry_not_found", "queue_entry_not_queued")
+DERIVABLE = ("session_not_derivable", "session_archived", "session_fence_conflict", "message_not_found")
 
 
 def _flags(*fields):
@@ -231,6 +232,12 @@ OPERATIONS = (
               cli=_session_cli("session history", flags=_flags("archive")),
               tool=Tool("compozy__session_history", "The folded history of a session of your workspace "
                         "(default: yourself)", target="caller")),
+    Operation("POST", S + "/rewind", "session.rewind", "rewind",
+              "Archive a user message and every later event; its text comes back as draft_text (same session)",
+              (Success(200, "RewindAnswer"),), (*SESSION, *DERIVABLE, *IDENTITY, "session_stop_in_progress",
+                                                "session_turn_in_progress"),
+              body=v.REWIND_FIELDS,
+              cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", *v.FENCE_NAMES))),
     Operation("GET", S + "/derive/preview", "session.derive.preview", "derive_preview",
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,

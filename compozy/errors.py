@@ -50,6 +50,9 @@ ERRORS = {
     "session_stop_in_progress": ErrorKind(409, "the session is stopping"),
     "stop_unverified": ErrorKind(409, "the session's processes could not be proven gone; retry the stop"),
     "repair_requires_force": ErrorKind(409, "the stop reason is not agent_crashed or error; pass force"),
+    "session_fence_conflict": ErrorKind(409, "the transcript fences sent are stale; read the session again"),
+    "session_turn_in_progress": ErrorKind(409, "a turn is running, input is queued or an approval is pending"),
+    "session_not_derivable": ErrorKind(409, "only user sessions can be rewound, continued or forked"),
     # 413
     "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
     "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),

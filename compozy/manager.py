@@ -15,7 +15,8 @@ from compozy.clock import SYSTEM
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
-from compozy.session.derive import sources
+from compozy.session.derive import rewind, sources
+from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
 from compozy.session.lifecycle.boot import Reconciler
@@ -61,6 +62,7 @@ class SessionManager:
         self.stopper = Stopper(self.services, self.engine)
         self.supervisor = Supervisor(self.services, self.engine, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
+        self.rewinder = Rewinder(self.services, self.binder)
 
     # -- daemon lifecycle ---------------------------------------------------------------
 
@@ -70,6 +72,7 @@ class SessionManager:
         repair.kill_orphans(self.home, self.services.processes)
         repair.classify_stale(self.store)
         repair.settle_control_rows(self.store)
+        rewind.finish_interrupted(self.store)
         repair.repair_at_boot(self.store)
         self.supervisor.start()
         return self
@@ -288,6 +291,14 @@ class SessionManager:
             result = repair.repair(self.store, session.record, body.get("dry_run", False), body.get("force", False),
                                    publish=session.feed.publish)
         return {"repair": result}
+
+    # -- derived work ----------------------------------------------------------------------------
+
+    def rewind(self, session_id, workspace, body):
+        """Archive a user message and everything after it; its text comes back as draft_text."""
+        session = self._session(session_id, workspace)
+        result = self.rewinder.rewind(session, body)
+        return {"session": self._resource(session.record, precise=True), "rewind": result}
 
     # -- reads ----------------------------------------------------------------------------------
 

@@ -264,7 +264,19 @@ ADMISSION = Machine("admission", AdmissionState, {
 }, repairs={(AdmissionState.BINDING, AdmissionState.WITHDRAWN)})  # mid-bind at an unclean exit
 
 
-MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION)
+class RewindState(StrEnum):
+    """A rewind receipt in the catalog: written pending before anything is cut, completed after."""
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+
+
+REWIND = Machine("rewind", RewindState, {
+    (RewindState.PENDING, RewindState.COMPLETED),  # archived, fences bumped, the ACP context dropped
+}, repairs={(RewindState.PENDING, RewindState.COMPLETED)})  # an unclean exit mid-rewind: boot finishes it
+
+
+MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION, REWIND)
 
 
 class MarkerKind(StrEnum):

@@ -166,6 +166,10 @@ SELECTION_FIELDS = {"runtime": mapping(required=True, fields=RUNTIME_FIELDS),
 APPROVE_FIELDS = {"request_id": text(required=True), "decision": text(required=True, choices=tuple(PermissionDecision)),
                   "turn_id": text()}
 STOP_FIELDS = {"wait": boolean()}
+FENCE_NAMES = ("expected_epoch", "expected_generation", "expected_max_sequence")
+REWIND_FIELDS = {"message_id": text(required=True, max_length=200),
+                 "idempotency_key": text(required=True, max_length=200),
+                 **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
 REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}
 
 # -- native tool arguments beside the operation's own fields (compozy/api.py, Tool) ---------------

@@ -94,3 +94,42 @@ def test_boot_settles_an_entry_caught_mid_dispatch_and_withdraws_a_binding_admis
         assert catalog.admissions_in_state("binding") == []
     finally:
         catalog.close()
+
+
+def _conversation(home, session):
+    """Two settled turns, written as a daemon would have committed them."""
+    log = EventLog(home / "sessions" / session["id"] / "events.db", session["id"], session["workspace_id"])
+    for number in (1, 2):
+        turn_id = new_id("turn")
+        log.append([("user_message", turn_id, {"text": f"question {number}", "message_id": f"m{number}"}, None),
+                    ("agent_message", turn_id, {"text": f"answer {number}"}, None),
+                    ("done", turn_id, {"stop_reason": "end_turn"}, None)])
+    return log
+
+
+@pytest.mark.parametrize("archived", [False, True], ids=["before-the-archive", "after-the-archive"])
+def test_boot_finishes_a_rewind_an_unclean_exit_interrupted(home, workspace, archived):
+    """The receipt is written pending before anything is cut: boot completes the cut from it, and the
+    retry with the same key then answers the original result."""
+    session = _session(home, workspace)
+    log = _conversation(home, session)
+    result = {"target_message_id": "m2", "target_turn_id": "turn_x", "draft_text": "question 2",
+              "archived_from_sequence": 4, "archived_through_sequence": 6, "archived_event_count": 3,
+              "transcript_epoch": 1, "generation": 1, "max_sequence": 3, "idempotency_key": "r1", "note": "n"}
+    if archived:
+        log.archive(4, 6)
+    log.close()
+    catalog = Catalog(home / "compozy.db")
+    try:
+        catalog.derived.add_rewind(session["id"], "r1", "sha256:x", "pending", result)
+    finally:
+        catalog.close()
+    manager = _manager(home)
+    try:
+        read = manager.get_session(session["id"])["session"]
+        assert read["fences"] == {"epoch": 1, "generation": 1, "max_sequence": 3}
+        assert [m["text"] for m in manager.history(session["id"], None)["messages"]] == ["question 1", "answer 1"]
+        assert manager.catalog.derived.rewinds_in_state("pending") == []
+        assert manager.catalog.derived.rewind(session["id"], "r1")["state"] == "completed"
+    finally:
+        manager.shutdown()

@@ -29,6 +29,8 @@ TRANSITIONS_TESTED_ELSEWHERE = {
         "boot:starting->stopped", "boot:stopping->stopped", "boot:runtime:binding->unbound",
         "boot:runtime:reconfiguring->unbound", "boot:runtime:recovering->unbound", "boot:queue:dispatching->sent",
         "boot:queue:dispatching->queued", "boot:admission:binding->withdrawn")},
+    "boot:rewind:pending->completed": "tests/test_boot_repair.py writes a rewind receipt a daemon killed mid-rewind "
+                                      "leaves, before and after the archive, and boots on it",
 }
 CLI_TESTED_ELSEWHERE = {
     "daemon run": "tests/test_daemon.py starts the real daemon in the foreground",

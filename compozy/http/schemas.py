@@ -166,10 +166,13 @@ SCHEMAS = {
                             stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING))))),
     "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
-    # Answers of the operations that arrive next (rewind, continue, fork), fixed by interface.md.
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(
-        ["draft_text", "target_message_id", "archived_event_count", "replayed"], draft_text=STRING,
-        target_message_id=STRING, archived_event_count=INTEGER, replayed=BOOLEAN)),
+        ["draft_text", "target_message_id", "target_turn_id", "archived_from_sequence", "archived_through_sequence",
+         "archived_event_count", "transcript_epoch", "generation", "max_sequence", "idempotency_key", "note",
+         "replayed"], draft_text=STRING, target_message_id=STRING, target_turn_id=STRING,
+        archived_from_sequence=INTEGER, archived_through_sequence=INTEGER, archived_event_count=INTEGER,
+        transcript_epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER, idempotency_key=STRING, note=STRING,
+        replayed=BOOLEAN)),
     "DerivationAnswer": obj(["session", "derivation", "replayed"], session=ref("Session"), derivation=OBJECT,
                             replayed=BOOLEAN),
 }

@@ -1,5 +1,5 @@
 """The global catalog (compozy.db): workspaces, the session index, prompt admissions, the input
-queue and pending interactions.
+queue and pending interactions (rewind receipts and derivations: store/derivations.py).
 
 Layer 2. Session rows are an index over the session directories (rebuildable at boot); the
 admission, queue and interaction tables are the daemon's durable control plane.
@@ -13,6 +13,7 @@ from peewee import (BooleanField, CharField, IntegerField, IntegrityError, Model
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.store.db import Guarded, open_sqlite
+from compozy.store.derivations import Derived
 
 SESSION_COLUMNS = ("workspace_id", "name", "type", "agent_name", "state", "archived",
                    "parent_session_id", "root_session_id", "spawn_depth", "lineage_kind")
@@ -132,6 +133,7 @@ class Catalog:
             for column, kind in (("resource", "TEXT"), ("meta_mtime", "INTEGER")):
                 if column not in columns:  # catalogs written by an earlier version
                     db.execute_sql(f"ALTER TABLE sessions ADD COLUMN {column} {kind}")
+        self.derived = Derived(self.guard)
 
     def close(self):
         self.guard.close()
@@ -238,6 +240,7 @@ class Catalog:
             for model in (self.QueueEntry, self.Interaction, self.Admission):
                 model.delete().where(model.session_id == session_id).execute()
             self.SessionRow.delete().where(self.SessionRow.id == session_id).execute()
+            self.derived.forget_session(session_id)
 
     def list_sessions(self, filters, limit, cursor=None):
         """Newest first (IDs are ULIDs, so ID order is creation order); keyset paging by ID.

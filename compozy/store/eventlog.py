@@ -20,6 +20,7 @@ from compozy.paths import FILE_MODE
 from compozy.store.db import open_sqlite
 
 MAX_READ_LIMIT = 1000
+SQLITE_MAX = 2**63 - 1
 DEFAULT_READ_LIMIT = 200
 ARCHIVE_FILTERS = ("active", "archived", "all")
 
@@ -235,12 +236,23 @@ class EventLog:
         with self._read():
             return self._next_sequence - 1
 
-    def max_active_sequence(self):
-        """The newest unarchived sequence (walks back from the end: archived tails are short)."""
+    def max_active_sequence(self, before=None):
+        """The newest unarchived sequence (below `before`); walks back from the end, past short archived tails."""
         with self._read() as db:
-            row = db.execute_sql("SELECT sequence FROM events WHERE archived = 0 ORDER BY sequence DESC LIMIT 1"
-                                 ).fetchone()
+            row = db.execute_sql("SELECT sequence FROM events WHERE archived = 0 AND sequence < ? "
+                                 "ORDER BY sequence DESC LIMIT 1", (before or SQLITE_MAX,)).fetchone()
         return row[0] if row else 0
+
+    def count_active(self, first, last):
+        with self._read() as db:
+            return db.execute_sql("SELECT COUNT(*) FROM events WHERE archived = 0 AND sequence BETWEEN ? AND ?",
+                                  (first, last)).fetchone()[0]
+
+    def archive(self, first, last):
+        """Archive the active events from first through last (a rewind; never a delete). Idempotent."""
+        with self._write() as db:
+            return db.execute_sql("UPDATE events SET archived = 1 WHERE archived = 0 AND sequence BETWEEN ? AND ?",
+                                  (first, last)).rowcount
 
     def active_of_types(self, types, through_sequence=None):
         """Every unarchived record of these types up to through_sequence, in one read (one snapshot)."""

@@ -4,19 +4,21 @@ import itertools
 
 import pytest
 
-from compozy.states import (ADMISSION, MACHINES, QUEUE, RUNTIME, SESSION, TURN, AdmissionState, QueueStatus,
-                            RuntimeStatus, SessionState, TurnPhase)
+from compozy.states import (ADMISSION, MACHINES, QUEUE, REWIND, RUNTIME, SESSION, TURN, AdmissionState, QueueStatus,
+                            RewindState, RuntimeStatus, SessionState, TurnPhase)
 
 # Where each machine starts: new sessions are active, runtimes unbound, turns binding, entries
 # queued; admissions are born binding (started prompts), queued, or completed (edit receipts).
 INITIAL = {SESSION: {SessionState.ACTIVE}, RUNTIME: {RuntimeStatus.UNBOUND}, TURN: {TurnPhase.BINDING},
            QUEUE: {QueueStatus.QUEUED},
-           ADMISSION: {AdmissionState.BINDING, AdmissionState.QUEUED, AdmissionState.COMPLETED}}
+           ADMISSION: {AdmissionState.BINDING, AdmissionState.QUEUED, AdmissionState.COMPLETED},
+           REWIND: {RewindState.PENDING}}
 # States nothing leaves once there.
 FINAL = {SESSION: set(), RUNTIME: set(), TURN: {TurnPhase.DONE},
          QUEUE: {QueueStatus.FAILED, QueueStatus.CANCELED},
          ADMISSION: {AdmissionState.STARTED, AdmissionState.QUEUED, AdmissionState.COMPLETED,
-                     AdmissionState.WITHDRAWN}}
+                     AdmissionState.WITHDRAWN},
+         REWIND: {RewindState.COMPLETED}}
 IDS = [m.name or "session" for m in MACHINES]
 
 
@@ -78,6 +80,7 @@ def test_boot_repair_leaves_every_live_state_at_rest():
     assert {a for a, _ in QUEUE.repairs} == {QueueStatus.DISPATCHING}
     assert ADMISSION.repairs == {(AdmissionState.BINDING, AdmissionState.WITHDRAWN)}
     assert TURN.repairs == set()  # turns live in memory only
+    assert REWIND.repairs == {(RewindState.PENDING, RewindState.COMPLETED)}
 
 
 def test_active_to_stopped_is_a_repair_never_a_run_time_edge():

@@ -9,13 +9,13 @@ replay (records/replay.py). Nothing here writes.
 from dataclasses import dataclass
 
 from compozy.errors import CompozyError, invalid
+from compozy.validate import FENCE_NAMES
 from compozy.session.records.replay import CarriedContext, bound, fold_history
 
 TERMINAL = ("done", "error")
 CARRIED_TYPES = ("user_message", "agent_message", "tool_result", *TERMINAL)
 RUNNING_NOTE = ("[A later turn was still running when this context was taken and is not included; "
                 "its tools may have partially executed.]")
-FENCE_FIELDS = ("expected_epoch", "expected_generation", "expected_max_sequence")
 
 
 def fences_of(record, max_sequence):
@@ -25,10 +25,10 @@ def fences_of(record, max_sequence):
 
 def expected_fences(body, required=False):
     """{epoch, generation, max_sequence} from a request's expected_* fields: all three or none."""
-    given = [name for name in FENCE_FIELDS if name in body]
-    if given and len(given) != len(FENCE_FIELDS) or (required and not given):
+    given = [name for name in FENCE_NAMES if name in body]
+    if given and len(given) != len(FENCE_NAMES) or (required and not given):
         raise invalid("send expected_epoch, expected_generation and expected_max_sequence together"
-                      + ("" if not required else " (they are required)"), fields=list(FENCE_FIELDS))
+                      + ("" if not required else " (they are required)"), fields=list(FENCE_NAMES))
     return {name.removeprefix("expected_"): body[name] for name in given} or None
 
 

@@ -1,0 +1,137 @@
+"""Rewind: an idle user session goes back to before one of its user messages.
+
+Layer 4 (session.derive). The message and every later active event are archived (never deleted:
+rewind is the only operation that archives events), the fences move (epoch and generation), the
+ACP context is dropped so the next prompt starts a fresh one from the retained prefix through the
+bounded replay, and the message's text comes back as draft_text. The session keeps its ID. A
+receipt keyed by the idempotency key is written before anything is cut and completed after, so
+an identical retry answers the original result and boot finishes a rewind an unclean exit
+interrupted. Files, tool effects and external actions are not undone, and the answer says so.
+"""
+
+import logging
+
+from compozy import validate as v
+from compozy.errors import CompozyError
+from compozy.ids import validate_client_token
+from compozy.session.records.transcript import check_fences, expected_fences, fences_of
+from compozy.session.turns.messages import fingerprint
+from compozy.states import REWIND, LineageKind, RewindState, SessionState, SessionType
+
+log = logging.getLogger("compozy.rewind")
+
+SIDE_EFFECTS = ("Rewind changes the conversation only: file changes, tool effects, network actions and "
+                "external provider actions are not undone.")
+
+
+def derivable(record):
+    """User sessions, provenance, recovery, continued and forked ones; never a daemon-managed one."""
+    if record.type != SessionType.USER or (record.lineage or {}).get("kind") == LineageKind.SPAWN:
+        raise CompozyError("session_not_derivable", f"session {record.id} is daemon-managed ({record.type}); "
+                           "only user sessions can be rewound, continued or forked", session_type=record.type)
+
+
+class Rewinder:
+    def __init__(self, services, binder):
+        self.services, self.binder = services, binder
+
+    @property
+    def receipts(self):
+        return self.services.catalog.derived
+
+    def rewind(self, session, body):
+        """The rewind result; a retry with the same key answers the first one with replayed: true."""
+        body = v.check_body(body, v.REWIND_FIELDS)
+        message_id = validate_client_token(body["message_id"], "message_id")
+        key = validate_client_token(body["idempotency_key"], "idempotency_key")
+        expected = expected_fences(body, required=True)
+        print_ = fingerprint("rewind", message_id=message_id)
+        with session.lock:
+            replay = self._replay(session, key, print_)
+            if replay is not None:
+                return replay
+            derivable(session.record)
+            self._check_idle(session)
+            check_fences(expected, fences_of(session.record, session.log.max_active_sequence()))
+            return self._cut(session, key, print_, self._target(session, message_id))
+
+    def _replay(self, session, key, print_):
+        receipt = self.receipts.rewind(session.id, key)
+        if receipt is None:
+            return None
+        if receipt["fingerprint"] != print_:
+            raise CompozyError("idempotency_conflict", "this idempotency_key was used to rewind to another message",
+                               idempotency_key=key)
+        return {**receipt["result"], "replayed": True}
+
+    def _check_idle(self, session):
+        record = session.record
+        if record.archived:
+            raise CompozyError("session_archived", "unarchive the session before rewinding it")
+        if session.stop_operation is not None or record.state in (SessionState.STOPPING, SessionState.STARTING):
+            raise CompozyError("session_stop_in_progress", f"the session is {record.state}")
+        busy = ("a turn is running" if session.turn is not None else
+                "input is queued" if self.services.catalog.count_entries(session.id) else
+                "an approval is pending" if self.services.catalog.interactions(session.id) else None)
+        if busy:
+            turn = {"current_turn_id": session.turn.id} if session.turn is not None else {}
+            raise CompozyError("session_turn_in_progress", f"{busy}; rewind needs an idle session", **turn)
+
+    def _target(self, session, message_id):
+        event = session.log.user_message(message_id)
+        if event is None or event.get("archived") or not event["turn_id"]:
+            raise CompozyError("message_not_found", f"{message_id} is not a durable user message of this "
+                               "session's active transcript", message_id=message_id)
+        if event["content"].get("steer"):
+            raise CompozyError("message_not_found", f"{message_id} steered turn {event['turn_id']}; rewind to the "
+                               "message that started that turn", message_id=message_id)
+        return event
+
+    def _cut(self, session, key, print_, target):
+        log_ = session.log
+        first, last = target["sequence"], log_.max_active_sequence()
+        fences = session.record.fences or {}
+        result = {"target_message_id": target["content"]["message_id"], "target_turn_id": target["turn_id"],
+                  "draft_text": target["content"].get("text", ""), "archived_from_sequence": first,
+                  "archived_through_sequence": last, "archived_event_count": log_.count_active(first, last),
+                  "transcript_epoch": fences.get("epoch", 0) + 1, "generation": fences.get("generation", 0) + 1,
+                  "max_sequence": log_.max_active_sequence(before=first), "idempotency_key": key,
+                  "note": SIDE_EFFECTS}
+        self.receipts.add_rewind(session.id, key, print_, RewindState.PENDING.value, result)
+        self.binder.retire(session)  # the agent's context holds what is cut: the next prompt starts a fresh one
+        apply(session.log, session.record, result)
+        session.save(fences=session.record.fences, runtime=session.record.runtime)
+        move(self.receipts, session.id, key, RewindState.PENDING, RewindState.COMPLETED)
+        log.info("session %s rewound to before %s: %d events archived (%d-%d)", session.id,
+                 result["target_message_id"], result["archived_event_count"], first, last)
+        return {**result, "replayed": False}
+
+
+def apply(events, record, result):
+    """The cut itself, idempotent: archive the suffix, move the fences, drop the ACP session."""
+    events.archive(result["archived_from_sequence"], result["archived_through_sequence"])
+    fences = record.fences or {}
+    if fences.get("epoch", 0) < result["transcript_epoch"]:
+        record.fences = {**fences, "epoch": result["transcript_epoch"], "generation": result["generation"]}
+        record.runtime = record.runtime.replace(acp_session_id=None)
+
+
+def move(receipts, session_id, key, old, new, repair=False):
+    new = REWIND.check(old, new, repair)
+    if not receipts.move_rewind(session_id, key, old.value, new.value):
+        raise AssertionError(f"rewind receipt {session_id}/{key} is no longer {old}")
+
+
+def finish_interrupted(store):
+    """Boot: a rewind an unclean exit interrupted is completed from its receipt; returns the session IDs."""
+    receipts, finished = store.catalog.derived, []
+    for receipt in receipts.rewinds_in_state(RewindState.PENDING.value):
+        record = store.get(receipt["session_id"])
+        if record is not None:
+            apply(store.events(record), record, receipt["result"])
+            store.save(record)
+        move(receipts, receipt["session_id"], receipt["idempotency_key"], RewindState.PENDING,
+             RewindState.COMPLETED, repair=True)
+        finished.append(receipt["session_id"])
+        log.warning("finished the rewind of session %s an unclean exit interrupted", receipt["session_id"])
+    return finished
