@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from compozy import validate as v
-from compozy.states import Disposition, StopAnswer
+from compozy.states import DeriveAnswer, Disposition, StopAnswer
 
 PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")  # a path parameter in a Flask rule
 S = "/api/workspaces/<workspace>/sessions/<session_id>"
@@ -116,6 +116,12 @@ STOP_ANSWERS = (
     Success(200, "SessionAnswer", (StopAnswer.STOPPED,), "wait false on a stopped session: the session"),
     Success(204, None, (StopAnswer.LEGACY,), "wait omitted: deprecated, with Deprecation and Warning headers"),
 )
+DERIVE_ANSWERS = (
+    Success(201, "DerivationAnswer", (DeriveAnswer.CREATED,), "the new session"),
+    Success(200, "DerivationAnswer", (DeriveAnswer.REPLAYED,), "a repeat with the same key: the recorded outcome"),
+)
+# A derivation's message goes through the ordinary prompt admission of the new session.
+FIRST_PROMPT = (*ADMISSION, *BINDING, "route_not_found", "queue_full", "session_stop_in_progress")
 
 OPERATIONS = (
     Operation("GET", "/api/health", "daemon.health", "health", "Liveness and version",
@@ -238,6 +244,12 @@ OPERATIONS = (
                                                 "session_turn_in_progress"),
               body=v.REWIND_FIELDS,
               cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", *v.FENCE_NAMES))),
+    Operation("POST", S + "/continue", "session.continue", "continue_session",
+              "Continue with another agent in a new session that carries this conversation; the source is untouched",
+              DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT), body=v.CONTINUE_FIELDS,
+              cli=_session_cli("session continue", flags=(
+                  ("agent_name", "--agent"), *_flags("message", "route", "name", "idempotency_key", "workspace",
+                                                     *v.FENCE_NAMES)))),
     Operation("GET", S + "/derive/preview", "session.derive.preview", "derive_preview",
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,

@@ -32,6 +32,7 @@ ERRORS = {
     "agent_not_found": ErrorKind(404, "no agent definition with that name"),
     "queue_entry_not_found": ErrorKind(404, "no queue entry with that ID in the session"),
     "permission_request_not_found": ErrorKind(404, "no pending permission request with that ID"),
+    "route_not_found": ErrorKind(404, "the agent does not declare that 1-based fallback_chain route"),
     "message_not_found": ErrorKind(404, "no durable user message with that ID in the session's active transcript"),
     # 405
     "method_not_allowed": ErrorKind(405, "the route exists but not for this HTTP method"),

@@ -15,7 +15,8 @@ from compozy.clock import SYSTEM
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
-from compozy.session.derive import rewind, sources
+from compozy.session.derive import derivation, rewind, sources
+from compozy.session.derive.derivation import Deriver, continue_request
 from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
@@ -24,7 +25,7 @@ from compozy.session.lifecycle.stop import Stopper
 from compozy.session.lifecycle.supervision import Supervisor
 from compozy.session.records import reads
 from compozy.session.records.creation import create_session
-from compozy.session.records.feed import Feed
+from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
@@ -34,7 +35,7 @@ from compozy.session.turns.binding import Binder
 from compozy.session.turns.engine import TurnEngine
 from compozy.session.turns.identity import Identities
 from compozy.session.turns.permissions import AgentRequests
-from compozy.states import LIVE_STATES, StopAnswer, StopCause
+from compozy.states import LIVE_STATES, DeriveAnswer, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
 from compozy.store.eventlog import EventLogPool
 
@@ -63,6 +64,7 @@ class SessionManager:
         self.supervisor = Supervisor(self.services, self.engine, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
         self.rewinder = Rewinder(self.services, self.binder)
+        self.deriver = Deriver(self.services, self.engine, self._session)
 
     # -- daemon lifecycle ---------------------------------------------------------------
 
@@ -73,6 +75,7 @@ class SessionManager:
         repair.classify_stale(self.store)
         repair.settle_control_rows(self.store)
         rewind.finish_interrupted(self.store)
+        derivation.settle_interrupted(self.store)
         repair.repair_at_boot(self.store)
         self.supervisor.start()
         return self
@@ -300,6 +303,18 @@ class SessionManager:
         result = self.rewinder.rewind(session, body)
         return {"session": self._resource(session.record, precise=True), "rewind": result}
 
+    def continue_session(self, session_id, workspace, body):
+        """A new session carrying this one's conversation to another agent; the source is untouched."""
+        request = continue_request(session_id, self.workspaces.resolve(workspace)["id"], body)
+        return self._derived(self.deriver.derive(request))
+
+    def _derived(self, outcome):
+        document = {"session": self._resource(outcome.record, precise=True) if outcome.record else None,
+                    "derivation": outcome.derivation, "replayed": outcome.replayed}
+        if outcome.child_deleted:
+            document["child_deleted"] = True
+        return serialize.Answer(DeriveAnswer.REPLAYED if outcome.replayed else DeriveAnswer.CREATED, document)
+
     # -- reads ----------------------------------------------------------------------------------
 
     def events(self, session_id, workspace, query=None):
@@ -407,6 +422,4 @@ class SessionManager:
         return serialize.session_resource(record, live.overlay() if live else None, max_sequence)
 
     def _catalog_changed(self, change, record):
-        self.services.catalog_feed.publish_counted({"type": "session_catalog_changed", "change": change,
-                                                    "session_id": record.id,
-                                                    "workspace_id": record.workspace_id})
+        catalog_changed(self.services.catalog_feed, change, record)

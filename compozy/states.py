@@ -139,6 +139,7 @@ class LineageKind(StrEnum):
 
 
 CREATE_LINEAGE_KINDS = (LineageKind.PROVENANCE, LineageKind.RECOVERY)
+TOP_LEVEL_KINDS = (LineageKind.CONTINUE, LineageKind.FORK)  # name a parent as provenance, yet are no child
 
 
 class StopReason(StrEnum):
@@ -276,7 +277,43 @@ REWIND = Machine("rewind", RewindState, {
 }, repairs={(RewindState.PENDING, RewindState.COMPLETED)})  # an unclean exit mid-rewind: boot finishes it
 
 
-MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION, REWIND)
+class DerivationState(StrEnum):
+    """A derivation (continue or fork) in the catalog: written creating before its session exists."""
+
+    CREATING = "creating"
+    CREATED = "created"
+    WITHDRAWN = "withdrawn"  # never stored: the row is deleted so a retry runs again
+
+
+DERIVATION = Machine("derivation", DerivationState, {
+    (DerivationState.CREATING, DerivationState.CREATED),  # the new session and its carried context exist
+    (DerivationState.CREATING, DerivationState.WITHDRAWN),  # creating the session failed: nothing persists
+}, repairs={
+    (DerivationState.CREATING, DerivationState.CREATED),  # its session was written whole: the outcome stands
+    (DerivationState.CREATING, DerivationState.WITHDRAWN),  # it was not: the leftovers go, a retry runs again
+})
+
+
+class FirstPrompt(StrEnum):
+    """A derived session's first prompt: the context waits, or the request's message was admitted."""
+
+    STAGED = "staged"
+    ADMITTED = "admitted"
+
+
+FIRST_PROMPT = Machine("first_prompt", FirstPrompt, {
+    (FirstPrompt.STAGED, FirstPrompt.ADMITTED),  # the message went through the ordinary prompt admission
+})
+
+
+class DeriveAnswer(StrEnum):
+    """Which answer a continue or fork gets; the operation table maps each to its HTTP status."""
+
+    CREATED = "created"
+    REPLAYED = "replayed"
+
+
+MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION, REWIND, DERIVATION, FIRST_PROMPT)
 
 
 class MarkerKind(StrEnum):

@@ -167,6 +167,13 @@ APPROVE_FIELDS = {"request_id": text(required=True), "decision": text(required=T
                   "turn_id": text()}
 STOP_FIELDS = {"wait": boolean()}
 FENCE_NAMES = ("expected_epoch", "expected_generation", "expected_max_sequence")
+FENCE_FIELDS = {name: integer(minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}
+CONTINUE_FIELDS = {"agent_name": text(required=True, max_length=64),
+                   "idempotency_key": text(required=True, max_length=200),
+                   "runtime": mapping(fields=RUNTIME_FIELDS), "route": integer(minimum=1, maximum=1000),
+                   "name": text(max_length=200), "message": text(), **FENCE_FIELDS}
+FORK_FIELDS = {"idempotency_key": text(required=True, max_length=200), "message_id": text(max_length=200),
+               "name": text(max_length=200), **FENCE_FIELDS}
 REWIND_FIELDS = {"message_id": text(required=True, max_length=200),
                  "idempotency_key": text(required=True, max_length=200),
                  **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}

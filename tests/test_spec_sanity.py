@@ -29,6 +29,10 @@ TRANSITIONS_TESTED_ELSEWHERE = {
         "boot:starting->stopped", "boot:stopping->stopped", "boot:runtime:binding->unbound",
         "boot:runtime:reconfiguring->unbound", "boot:runtime:recovering->unbound", "boot:queue:dispatching->sent",
         "boot:queue:dispatching->queued", "boot:admission:binding->withdrawn")},
+    "derivation:creating->withdrawn": "tests/test_derive.py makes the session store fail while a continue writes "
+                                      "its new session; no scenario can make a disk fail",
+    **{edge: "tests/test_derive.py writes the rows a daemon killed mid-creation leaves and boots on them"
+       for edge in ("boot:derivation:creating->created", "boot:derivation:creating->withdrawn")},
     "boot:rewind:pending->completed": "tests/test_boot_repair.py writes a rewind receipt a daemon killed mid-rewind "
                                       "leaves, before and after the archive, and boots on it",
 }

@@ -4,10 +4,13 @@ Layer 6 (surface). Without --expected-* flags, rewind, continue and fork read th
 fences through the read-only preview first.
 """
 
+import os
+
 import click
 
 from compozy.api import OPS
-from compozy.cli.output import context_line, emit, fence_line, output_option
+from compozy.cli.output import context_line, derivation_lines, emit, fence_line, output_option
+from compozy.cli.prompting import runtime_body, runtime_options
 from compozy.cli.session import session
 from compozy.errors import CompozyError
 from compozy.ids import new_id
@@ -53,7 +56,7 @@ def fence_options(command):
     return command
 
 
-def fences_for(obj, session_id, given, tolerate_unreadable=False):
+def fences_for(obj, session_id, given, workspace=None, tolerate_unreadable=False):
     """The --expected-* flags as given (all three or none); without them, the session's fences read
     now through the preview (the same read-only read the web dialog uses)."""
     given = {name: value for name, value in given.items() if value is not None}
@@ -62,7 +65,7 @@ def fences_for(obj, session_id, given, tolerate_unreadable=False):
     if given:
         return given
     try:
-        fences = obj.call("session.derive.preview", session_id=session_id)["preview"]["fences"]
+        fences = obj.call("session.derive.preview", session_id=session_id, workspace=workspace)["preview"]["fences"]
     except CompozyError as error:
         if tolerate_unreadable and error.code == "session_not_found":
             return {}  # a rerun with its key still reaches the daemon, which looks the key up first
@@ -100,4 +103,83 @@ def _rewind_text(document):
              f"  Replayed      {'yes' if result['replayed'] else 'no'}",
              f"  Key           {result['idempotency_key']}",
              result["note"], "", "Draft:", result["draft_text"]]
+    return "\n".join(lines)
+
+
+@session.command("continue")
+@click.argument("session_id")
+@click.option("--agent", "agent_name", required=True, help="the agent that takes over")
+@click.option("--message", help="the new session's first prompt (default: the context waits for your first prompt)")
+@click.option("--route", type=click.IntRange(1), help="1-based route of the agent's fallback_chain (an account); "
+              "not with runtime flags")
+@runtime_options
+@click.option("--name", help="a name for the new session")
+@click.option("--idempotency-key", help="repeat an earlier continue exactly (default: a new key)")
+@click.option("--workspace", help="the session's workspace (name or ID), to rerun a key after the session is gone")
+@fence_options
+@output_option()
+@click.pass_obj
+def continue_(obj, session_id, agent_name, message, route, name, idempotency_key, workspace, output, **rest):
+    """Continue a session with another agent in a new session; the source is not changed.
+
+    \b
+    Example:
+      compozy session continue sess_01J9R2K7M4T1 --agent claude-code --message "Carry on; run the tests first."
+    """
+    fences = {name_: rest.pop(name_) for name_ in FENCE_NAMES}
+    runtime = runtime_body(**rest) or None
+    if runtime and route:
+        raise click.UsageError("--route cannot be combined with runtime flags")
+    derive(obj, "session.continue", session_id, workspace, idempotency_key, fences, output,
+           agent_name=agent_name, message=message, route=route, runtime=runtime, name=name)
+
+
+def derive(obj, operation, session_id, workspace, key, fences, output, **fields):
+    """A continue or fork: fences read first unless given; a failure after the new session exists
+    names it and the key to rerun with."""
+    rerun = key is not None
+    key = key or new_id("idem")
+    workspace = workspace or _workspace_of(obj, session_id, rerun)
+    fences = fences_for(obj, session_id, fences, workspace, tolerate_unreadable=rerun)
+    try:
+        document = obj.call(operation, session_id=session_id, workspace=workspace, idempotency_key=key,
+                            **fences, **fields)
+    except CompozyError as error:
+        if error.details.get("child_session_id"):
+            click.echo(f"New session   {error.details['child_session_id']}\n"
+                       f"Rerun with    --idempotency-key {key} (the same request gets the new session back)", err=True)
+        raise
+    emit(document, output, _derived_text)
+
+
+def _workspace_of(obj, session_id, rerun):
+    """The session's workspace; for a rerun whose session is gone, the workspace of this directory."""
+    try:
+        return obj.call("session.get", session_id=session_id)["session"]["workspace_id"]
+    except CompozyError as error:
+        here = _workspace_here(obj) if rerun and error.code == "session_not_found" else None
+        if here is None:
+            raise
+        return here
+
+
+def _workspace_here(obj):
+    cwd = os.path.realpath(os.getcwd())
+    found = [w for w in obj.call("workspace.list")["workspaces"]
+             if cwd == w["path"] or cwd.startswith(w["path"].rstrip("/") + "/")]
+    return max(found, key=lambda w: len(w["path"]))["id"] if found else None
+
+
+def _derived_text(document):
+    derivation, resource = document["derivation"], document["session"]
+    child = resource["id"] if resource else "a session removed since"
+    if derivation["kind"] == "continue":
+        agent = f" ({resource['agent_name']})" if resource else ""
+        head = f"Continued {derivation['source_session_id']} ({derivation['source_agent_name']}) into {child}{agent}"
+    else:
+        head = f"Forked {derivation['source_session_id']} into {child} ({derivation['source_agent_name']})"
+    lines = [head, *("  " + line for line in derivation_lines(derivation))]
+    if document["replayed"]:
+        lines.append("  Replayed      yes" + ("; the new session was deleted since" if document.get("child_deleted")
+                                              else ""))
     return "\n".join(lines)

@@ -37,8 +37,11 @@ def session_block(session):
              f"Agent         {session['agent_name']}",
              f"Workspace     {session['workspace_id']}  {session.get('cwd') or ''}",
              f"Runtime       {session['runtime']['status']}" + _effective(session['runtime'])]
-    lineage = session.get("lineage") or {}
-    if lineage.get("parent_session_id"):
+    lineage, derivation = session.get("lineage") or {}, session.get("derivation")
+    if derivation:
+        origin, _, seed, first = derivation_lines(derivation)
+        lines += [origin, f"Derivation    {seed[14:]} · first prompt {first[14:]} · {context_line(derivation)}"]
+    elif lineage.get("parent_session_id"):
         lines.append(f"Lineage       {lineage['kind']} of {lineage['parent_session_id']} (depth {lineage['spawn_depth']})")
     for field in ("stop_reason", "stop_detail", "attention"):
         if session.get(field):
@@ -68,3 +71,21 @@ def context_line(carried):
 def fence_line(fences):
     return f"Fences        epoch {fences['epoch']}  generation {fences['generation']}  " \
            f"max sequence {fences['max_sequence']}"
+
+
+def derivation_lines(derivation):
+    """Origin, Context, Seed and First prompt of a continued or forked session, as the seed prints them."""
+    through = f"turn {derivation['through_turn_id']}" if derivation.get("through_turn_id") else "no settled turn"
+    if derivation["kind"] == "continue":
+        origin = f"continue · from {derivation['source_session_id']} · {derivation['source_agent_name']} · " \
+                 f"through {through}"
+    elif derivation.get("origin_message_id"):
+        origin = f"fork · from {derivation['source_session_id']} · through {derivation['origin_message_id']} " \
+                 f"({through})"
+    else:
+        origin = f"fork · from {derivation['source_session_id']} · through {through}"
+    seed = derivation["seed"] + (f" ({derivation['native_state']})" if derivation.get("native_state") else "")
+    if derivation.get("native_fork_error"):
+        seed += f" (the agent's clone failed: {derivation['native_fork_error']})"
+    return [f"Origin        {origin}", f"Context       {context_line(derivation)}", f"Seed          {seed}",
+            f"First prompt  {derivation['first_prompt']}"]

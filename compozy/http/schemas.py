@@ -6,15 +6,16 @@ Layer 6 (surface). Objects leave room for fields added later; required lists wha
 
 from compozy import validate as v
 from compozy.errors import ERRORS
-from compozy.states import (BusyMode, Disposition, HealthState, LineageKind, PermissionDecision, QueueStatus,
-                            RuntimeStatus, RuntimeTransition, SessionState, SessionType, SteerDelivery,
-                            StopCause, StopReason)
+from compozy.states import (TOP_LEVEL_KINDS, BusyMode, Disposition, FirstPrompt, HealthState, LineageKind,
+                            PermissionDecision, QueueStatus, RuntimeStatus, RuntimeTransition, SessionState,
+                            SessionType, SteerDelivery, StopCause, StopReason)
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
 BOOLEAN = {"type": "boolean"}
 NUMBER = {"type": "number"}
 OBJECT = {"type": "object"}
+NULL = {"type": "object", "nullable": True, "enum": [None]}  # OpenAPI 3.0 spells "null" this way
 TIMESTAMP = {"type": "string", "format": "date-time"}
 
 
@@ -84,7 +85,7 @@ SESSION_FIELDS = dict(
     fences=FENCES, runtime=RUNTIME, lineage=LINEAGE, activity=obj(["last_activity_at"], last_activity_at=nullable(STRING)),
     health=HEALTH, supervision=SUPERVISION, escalated=BOOLEAN, verified=nullable(BOOLEAN),
     stop_reason=enum(StopReason), stop_detail=STRING, failure=FAILURE, attention=nullable(STRING),
-    derivation=OBJECT)
+    derivation=ref("Derivation"))
 SESSION_REQUIRED = ("id", "name", "type", "state", "agent_name", "workspace_id", "cwd", "created_at", "updated_at",
                     "archived", "fences", "runtime", "lineage", "activity", "health", "supervision", "escalated")
 EVENT = obj(["id", "session_id", "sequence", "turn_id", "type", "agent_name", "workspace_id", "content", "timestamp"],
@@ -110,6 +111,12 @@ PREVIEW = obj(["message_count", "replay_bytes", "truncated", "omitted_count", "s
               **CARRIED, source_message_count=INTEGER, fences=FENCES, native_fork_possible=BOOLEAN,
               cut=obj(["message_id", "turn_id", "turn_settled"], message_id=STRING, turn_id=STRING,
                       turn_settled=BOOLEAN))
+DERIVATION = obj(
+    ["kind", "source_session_id", "source_agent_name", "seed", "first_prompt", "idempotency_key", "through_turn_id",
+     "message_count", "replay_bytes", "truncated", "omitted_count", "source_turn_in_progress", "created_at"],
+    kind=enum(TOP_LEVEL_KINDS), source_session_id=STRING, source_agent_name=STRING,
+    seed=enum(("replay", "native_fork")), first_prompt=enum(FirstPrompt), idempotency_key=STRING,
+    **CARRIED, created_at=TIMESTAMP, first_message_id=STRING, route=INTEGER, origin_message_id=STRING)
 ERROR = obj(["error", "code", "details"], error=STRING, code=enum(ERRORS), details=OBJECT,
             child_session_id=STRING, current_turn_id=STRING)
 
@@ -173,6 +180,7 @@ SCHEMAS = {
         archived_from_sequence=INTEGER, archived_through_sequence=INTEGER, archived_event_count=INTEGER,
         transcript_epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER, idempotency_key=STRING, note=STRING,
         replayed=BOOLEAN)),
-    "DerivationAnswer": obj(["session", "derivation", "replayed"], session=ref("Session"), derivation=OBJECT,
-                            replayed=BOOLEAN),
+    "Derivation": DERIVATION,
+    "DerivationAnswer": obj(["session", "derivation", "replayed"], session={"anyOf": [ref("Session"), NULL]},
+                            derivation=ref("Derivation"), replayed=BOOLEAN, child_deleted=BOOLEAN),
 }

@@ -1,6 +1,7 @@
 """The bounded replay, as properties: whatever the transcript, the carried context never exceeds
-max_replay_bytes, keeps the first user message and the newest messages that fit, and states its
-omissions exactly (compozy/session/records/replay.py, bound)."""
+max_replay_bytes, keeps the first user message and the newest messages that fit, prunes only tool
+results older than the protected tail, and states its omissions exactly
+(compozy/session/records/replay.py, bound)."""
 
 import json
 
@@ -10,20 +11,19 @@ from hypothesis import strategies as st
 from compozy.session.records.replay import OMISSION, PROTECTED_TAIL, TRUNCATED, bound, omission_note
 
 ROLES = ("user", "assistant", "tool", "system")
+TEXTS = st.one_of(st.text(max_size=60), st.text(min_size=200, max_size=3000),
+                  st.builds(lambda n, c: c * n, st.integers(0, 6000), st.sampled_from("xé漢😀")))
 messages = st.lists(st.fixed_dictionaries({
-    "role": st.sampled_from(ROLES),
-    "text": st.one_of(st.text(max_size=60), st.text(min_size=200, max_size=3000),
-                      st.builds(lambda n, c: c * n, st.integers(0, 6000), st.sampled_from("xé漢😀"))),
-    "turn_id": st.sampled_from([None, "turn_a", "turn_b"]),
-}), max_size=80)
+    "role": st.sampled_from(ROLES), "text": TEXTS, "turn_id": st.sampled_from([None, "turn_a", "turn_b"]),
+}, optional={"brief": st.text(max_size=80)}), max_size=80)
 
 
 def _size(entries):
     return len(json.dumps(entries, ensure_ascii=False).encode("utf-8"))
 
 
-def _capped(message, limit):
-    text = message["text"]
+def _capped(message, limit, protected):
+    text = message["text"] if protected else message.get("brief", message["text"])
     if len(text.encode()) > limit:
         text = text.encode()[:limit - len(TRUNCATED.encode())].decode("utf-8", "ignore") + TRUNCATED
     entry = {"role": message["role"], "text": text}
@@ -38,7 +38,7 @@ def test_the_bounded_context(messages, max_replay, max_message, prior_omitted, p
     max_message = min(max_message, max_replay)
     result = bound(messages, max_replay, max_message, prior_omitted, prior_truncated)
     entries = result.entries
-    capped = [_capped(m, max_message) for m in messages]
+    capped = [_capped(m, max_message, i >= len(messages) - PROTECTED_TAIL) for i, m in enumerate(messages)]
 
     # Never over the hard bound, and the size reported is the size sent.
     assert result.size == _size(entries) <= max_replay
@@ -50,7 +50,9 @@ def test_the_bounded_context(messages, max_replay, max_message, prior_omitted, p
     assert len(notes) == (1 if result.omitted_count else 0)
     if not result.omitted_count:
         assert entries == capped
-        assert result.truncated == (prior_truncated or any(c["text"] != m["text"] for c, m in zip(capped, messages)))
+        assert result.truncated == (prior_truncated or any(c["text"].endswith(TRUNCATED) and
+                                                           len(c["text"].encode()) < len(m["text"].encode())
+                                                           for c, m in zip(capped, messages)))
         return
     assert result.truncated
 
@@ -70,12 +72,9 @@ def test_the_bounded_context(messages, max_replay, max_message, prior_omitted, p
         bigger = ([capped[pin]] if pinned else []) + [omission_note(result.omitted_count - 1), older] + tail
         assert _size(bigger) > max_replay
 
-    # The first user message stays when it fits beside the protected newest messages.
+    # The first user message stays pinned whenever it fits at all beside the note.
     if pin is not None:
-        protected = [capped[i] for i in others[-PROTECTED_TAIL:]] if others else []
-        note = omission_note(prior_omitted + len(others) - len(protected))
-        if _size([capped[pin], note] + protected) <= max_replay:
-            assert pinned
+        assert pinned == (_size([capped[pin], omission_note(prior_omitted + len(messages) - 1)]) <= max_replay)
 
 
 def test_the_note_reads_as_the_seed_writes_it():

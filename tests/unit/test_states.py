@@ -4,21 +4,24 @@ import itertools
 
 import pytest
 
-from compozy.states import (ADMISSION, MACHINES, QUEUE, REWIND, RUNTIME, SESSION, TURN, AdmissionState, QueueStatus,
-                            RewindState, RuntimeStatus, SessionState, TurnPhase)
+from compozy.states import (ADMISSION, DERIVATION, FIRST_PROMPT, MACHINES, QUEUE, REWIND, RUNTIME, SESSION, TURN,
+                            AdmissionState, DerivationState, FirstPrompt, QueueStatus, RewindState, RuntimeStatus,
+                            SessionState, TurnPhase)
 
 # Where each machine starts: new sessions are active, runtimes unbound, turns binding, entries
 # queued; admissions are born binding (started prompts), queued, or completed (edit receipts).
 INITIAL = {SESSION: {SessionState.ACTIVE}, RUNTIME: {RuntimeStatus.UNBOUND}, TURN: {TurnPhase.BINDING},
            QUEUE: {QueueStatus.QUEUED},
            ADMISSION: {AdmissionState.BINDING, AdmissionState.QUEUED, AdmissionState.COMPLETED},
-           REWIND: {RewindState.PENDING}}
+           REWIND: {RewindState.PENDING}, DERIVATION: {DerivationState.CREATING},
+           FIRST_PROMPT: {FirstPrompt.STAGED}}
 # States nothing leaves once there.
 FINAL = {SESSION: set(), RUNTIME: set(), TURN: {TurnPhase.DONE},
          QUEUE: {QueueStatus.FAILED, QueueStatus.CANCELED},
          ADMISSION: {AdmissionState.STARTED, AdmissionState.QUEUED, AdmissionState.COMPLETED,
                      AdmissionState.WITHDRAWN},
-         REWIND: {RewindState.COMPLETED}}
+         REWIND: {RewindState.COMPLETED},
+         DERIVATION: {DerivationState.CREATED, DerivationState.WITHDRAWN}, FIRST_PROMPT: {FirstPrompt.ADMITTED}}
 IDS = [m.name or "session" for m in MACHINES]
 
 
@@ -81,6 +84,8 @@ def test_boot_repair_leaves_every_live_state_at_rest():
     assert ADMISSION.repairs == {(AdmissionState.BINDING, AdmissionState.WITHDRAWN)}
     assert TURN.repairs == set()  # turns live in memory only
     assert REWIND.repairs == {(RewindState.PENDING, RewindState.COMPLETED)}
+    assert {a for a, _ in DERIVATION.repairs} == {DerivationState.CREATING}
+    assert FIRST_PROMPT.repairs == set()  # a staged prompt waits durably: a repeat with its key admits it
 
 
 def test_active_to_stopped_is_a_repair_never_a_run_time_edge():

@@ -56,3 +56,9 @@ class Feed:
             if oldest > sequence + 1:
                 return None
             return [item for seq, item in self._ring if seq > sequence]
+
+
+def catalog_changed(feed, change, record):
+    """Tell catalog viewers a session row was upserted or deleted."""
+    feed.publish_counted({"type": "session_catalog_changed", "change": change, "session_id": record.id,
+                          "workspace_id": record.workspace_id})

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from compozy import serialize
 from compozy.clock import iso_from_epoch, now_iso
-from compozy.session.records.feed import Feed
+from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.replay import CarriedContext
-from compozy.states import RUNTIME, SESSION
+from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS
 
 log = logging.getLogger("compozy.session")
 
@@ -77,7 +77,7 @@ class LiveSession:
             self.record.change(**changes)
             self.record.fences = {**(self.record.fences or {}), "max_sequence": self.log.max_active_sequence()}
             self.services.store.save(self.record)
-            self._catalog_changed()
+            catalog_changed(self.services.catalog_feed, "upserted", self.record)
         return self.record
 
     def change_state(self, new_state, **changes):
@@ -113,11 +113,6 @@ class LiveSession:
 
     def touch(self, kind):
         self.activity = {"last_activity_at": now_iso(), "last_activity_kind": kind}
-
-    def _catalog_changed(self):
-        self.services.catalog_feed.publish_counted(
-            {"type": "session_catalog_changed", "change": "upserted", "session_id": self.id,
-             "workspace_id": self.record.workspace_id})
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -190,9 +185,12 @@ def supervision_view(session):
 
 
 def live_children(session):
+    """Live sessions whose parent this is; a continued or forked session names its source as provenance
+    only and is nobody's child (it never keeps its source alive)."""
     registry = session.services.live_sessions
     sessions = registry() if registry else []
-    return [s for s in sessions if (s.record.lineage or {}).get("parent_session_id") == session.id]
+    return [s for s in sessions if (s.record.lineage or {}).get("parent_session_id") == session.id
+            and (s.record.lineage or {}).get("kind") not in TOP_LEVEL_KINDS]
 
 
 class RuntimeEvents:

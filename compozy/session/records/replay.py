@@ -79,45 +79,48 @@ def fold_history(events, include_tools=False):
                 messages.append(current)
             current["text"] += content.get("text", "")
         elif include_tools and kind == "tool_result":
-            messages.append({"message_id": event["id"], "turn_id": turn_id, "role": "tool",
-                             "text": _tool_line(content), "timestamp": event["timestamp"]})
+            messages.append(_tool_message(event))
     return messages
 
 
-def _tool_line(content):
-    output = (content.get("output") or "").strip().splitlines()
-    first = output[0] if output else ""
-    return f"{content.get('tool_call_id')}: {content.get('status')} {first}"[:500]
+def _tool_message(event):
+    """A tool result as a replay message: its whole output, and the one-line `brief` older ones are pruned to."""
+    content = event["content"]
+    head = f"{content.get('tool_call_id')}: {content.get('status')}"
+    output = (content.get("output") or "").strip()
+    first_line = output.partition("\n")[0][:500]
+    return {"message_id": event["id"], "turn_id": event.get("turn_id"), "role": "tool",
+            "text": f"{head} {output}".rstrip(), "brief": f"{head} {first_line}".rstrip(),
+            "timestamp": event["timestamp"]}
 
 
 def bound(messages, max_replay_bytes, max_message_bytes, prior_omitted=0, prior_truncated=False):
-    """The messages within the budget: each body capped, then the newest PROTECTED_TAIL kept while
-    they fit, then the earliest user message pinned ahead of the omission note if it fits, then
-    older messages, newest first, while they fit. prior_omitted counts what an earlier hop dropped."""
-    capped = [_replay_entry(m, max_message_bytes) for m in messages]
+    """The messages within the budget: each body capped (tool results older than the newest
+    PROTECTED_TAIL messages pruned to one line), the earliest user message pinned ahead of the
+    omission note, then the newest messages, newest first, while they fit. prior_omitted counts
+    what an earlier hop dropped."""
+    protected_from = len(messages) - PROTECTED_TAIL
+    capped = [_replay_entry(m if i >= protected_from else {**m, "text": m.get("brief", m.get("text", ""))},
+                            max_message_bytes) for i, m in enumerate(messages)]
     entries, cut = [entry for entry, _ in capped], any(was_cut for _, was_cut in capped)
     sizes = [_size(entry) for entry in entries]
     whole = _array_size(sizes)
     if not prior_omitted and whole <= max_replay_bytes:
         return Bounded(entries, 0, cut or prior_truncated, whole)
     pin = next((i for i, entry in enumerate(entries) if entry["role"] == "user"), None)
-    order = [i for i in reversed(range(len(entries))) if i != pin]  # newest first, the pin apart
-    kept, pinned, decided = [], False, False
 
     def fits(candidate, with_pin):
         omitted = prior_omitted + len(entries) - len(candidate) - with_pin
         chosen = [sizes[i] for i in candidate] + ([sizes[pin]] if with_pin else [])
         return _array_size(chosen + [_size(omission_note(omitted))]) <= max_replay_bytes
 
-    for index in order:
-        if len(kept) == PROTECTED_TAIL and not decided:  # the protected tail fits: the pin comes next
-            pinned, decided = pin is not None and fits(kept, True), True
+    pinned, kept = pin is not None and fits([], True), []
+    for index in reversed(range(len(entries))):
+        if index == pin:
+            continue
         if not fits(kept + [index], pinned):
             break
         kept.append(index)
-    else:
-        if not decided:  # no more than the protected tail, and all of it fits
-            pinned = pin is not None and fits(kept, True)
     omitted = prior_omitted + len(entries) - len(kept) - pinned
     chosen = ([entries[pin]] if pinned else []) + [omission_note(omitted)] + [entries[i] for i in reversed(kept)]
     return Bounded(chosen, omitted, True, _array_size([_size(entry) for entry in chosen]))

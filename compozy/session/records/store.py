@@ -34,13 +34,21 @@ class SessionStore:
     def __init__(self, home, catalog, logs):
         self.home, self.catalog, self.logs = home, catalog, logs
 
-    def create(self, record):
-        """Directory, events.db, meta.json, then the catalog row (the seed's creation steps 2-4)."""
+    def create(self, record, carried=None):
+        """Directory, events.db (with the context a derived session carries), meta.json, then the
+        catalog row (the seed's creation steps 2-4)."""
         directory = self.home.session_dir(record.id)
         make_private_dir(directory)
-        self.logs.get(record.id, record.workspace_id).create()
+        events = self.logs.get(record.id, record.workspace_id).create()
+        if carried is not None:
+            events.set_carried(carried)
         self.save(record, touch=False)
         return record
+
+    def discard_directory(self, session_id):
+        """A session directory nothing indexes (a creation an unclean exit interrupted)."""
+        self.logs.forget(session_id)
+        shutil.rmtree(self.home.session_dir(session_id), ignore_errors=True)
 
     def save(self, record, touch=True):
         if touch:

@@ -12,7 +12,8 @@ from compozy.api import SECRET_ENV
 from compozy.errors import CompozyError
 from compozy.session.records.live import RuntimeEvents
 from compozy.session.lifecycle.recovery import lost_outside_turn
-from compozy.session.records.snapshots import routes_for
+from compozy.session.records.record import ABSENT
+from compozy.session.records.snapshots import layer, routes_for
 from compozy.states import MarkerKind, RuntimeStatus, RuntimeTransition, SessionState
 
 log = logging.getLogger("compozy.binding")
@@ -43,6 +44,7 @@ class Binder:
         accepted = stored.route
         if accepted and len(routes) > 1:
             routes = [r for r in routes if r[0] == accepted] or routes
+        routes = _pinned_route(session, routes, turn.snapshot)
         if transition is None:
             transition = RuntimeTransition.INITIAL_BIND if not stored.acp_session_id else \
                 RuntimeTransition.PROCESS_REPLACEMENT
@@ -80,7 +82,7 @@ class Binder:
             if previous is not None:
                 previous.released = True  # its exit is expected, not a crash
                 self.stop_process(previous)
-            if loaded or not session.log.last_sequence():
+            if loaded or not (session.log.last_sequence() or session.carried()):
                 return None
             return "fresh_agent_session" if allow_load else "provider_change"
         if previous is not None:
@@ -173,6 +175,21 @@ class Binder:
         if runtime.process.wait_exit(RETIRE_GRACE):
             return runtime.process.kill_tree(0.5, RETIRE_KILL_GRACE)  # only stragglers of its group remain
         return runtime.process.kill_tree(RETIRE_GRACE, RETIRE_KILL_GRACE)
+
+
+def _pinned_route(session, routes, prompt_snapshot):
+    """A continue's --route is applied at the first bind, exactly: a route the agent no longer declares
+    is route_not_found and nothing runs on another account. An explicit provider overrides it."""
+    record = session.record
+    pinned = (record.derivation or {}).get("route")
+    if not pinned or record.runtime.route is not ABSENT or layer(record.runtime.selected, prompt_snapshot).get(
+            "provider"):
+        return routes
+    chain = session.agent.fallback_chain
+    if pinned > len(chain):
+        raise BindFailure(CompozyError("route_not_found", f'agent "{session.agent.name}" declares {len(chain)} '
+                                       f"route(s); route {pinned} does not exist", route=pinned), "startup_failure")
+    return [(number, target) for number, target in routes if number == pinned]
 
 
 def _identity(effective):

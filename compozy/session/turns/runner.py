@@ -104,7 +104,8 @@ class Runner:
         text = turn.message
         if replay_reason:
             prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
-            text, _ = replay_prompt(prior, turn.message, self.services.config, session.id, replay_reason)
+            text, _ = replay_prompt(prior, turn.message, self.services.config, session.id, replay_reason,
+                                    session.carried())
         self._send_prompt(session, turn, runtime, text)
         self._await_answer(session, turn)
 

@@ -1,0 +1,207 @@
+"""Continue and fork: a new session that carries a source's durable conversation, at most one per key.
+
+Layer 4 (session.derive). The key is looked up before the source: a repeat answers the recorded
+outcome (replayed, or child_deleted when the new session was removed since) even when the source
+changed or is gone, and the same key for another request is idempotency_conflict. A new derivation
+reads the source once, read-only (sources.snapshot), checks the fences against that snapshot,
+writes its catalog row `creating`, creates the session with its carried context, then records the
+outcome `created`. A message is admitted afterwards through the ordinary prompt admission; when
+that fails the error names the new session (child_session_id). The source is never changed.
+"""
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from compozy import validate as v
+from compozy.errors import CompozyError, invalid
+from compozy.ids import new_id, validate_client_token
+from compozy.session.derive.children import admitted, child_record
+from compozy.session.derive.rewind import derivable
+from compozy.session.derive.sources import snapshot
+from compozy.session.records.feed import catalog_changed
+from compozy.session.records.snapshots import check_snapshot
+from compozy.session.records.transcript import check_fences, expected_fences
+from compozy.session.turns.messages import check_message, fingerprint
+from compozy.states import DERIVATION, DerivationState, FirstPrompt
+
+log = logging.getLogger("compozy.derive")
+
+KEY_STRIPES = 64
+
+
+@dataclass(frozen=True)
+class Request:
+    kind: str
+    source_id: str
+    workspace_id: str
+    key: str
+    fingerprint: str
+    fences: dict | None
+    name: str | None = None
+    agent_name: str | None = None  # continue: the agent that takes over; a fork keeps the source's
+    message: str | None = None
+    runtime: dict | None = None
+    route: int | None = None
+    message_id: str | None = None  # a fork through this user message and its turn
+    first_message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    record: object  # the new session's record, None when it was removed since
+    derivation: dict
+    replayed: bool
+    child_deleted: bool = False
+
+
+def continue_request(source_id, workspace_id, body):
+    body = v.check_body(body, v.CONTINUE_FIELDS)
+    runtime = check_snapshot(body["runtime"]) if "runtime" in body else None
+    if runtime is not None and "route" in body:
+        raise invalid("route chooses one of the agent's declared accounts; it cannot be combined with a runtime",
+                      field="route")
+    message = check_message(body["message"]) if "message" in body else None
+    return _request("continue", source_id, workspace_id, body, agent_name=body["agent_name"], name=_name(body),
+                    message=message, runtime=runtime, route=body.get("route"))
+
+
+def fork_request(source_id, workspace_id, body):
+    body = v.check_body(body, v.FORK_FIELDS)
+    message_id = validate_client_token(body["message_id"], "message_id") if "message_id" in body else None
+    return _request("fork", source_id, workspace_id, body, name=_name(body), message_id=message_id)
+
+
+def _name(body):
+    if "name" in body and not body["name"].strip():
+        raise invalid("name must not be blank", field="name")
+    return body.get("name")
+
+
+def _request(kind, source_id, workspace_id, body, **fields):
+    key = validate_client_token(body["idempotency_key"], "idempotency_key")
+    print_ = fingerprint(kind, source=source_id, **fields)  # fences are preconditions, not the request
+    first = new_id("msg") if fields.get("message") is not None else None
+    return Request(kind, source_id, workspace_id, key, print_, expected_fences(body), first_message_id=first,
+                   **fields)
+
+
+class Deriver:
+    def __init__(self, services, engine, sessions):
+        """sessions(session_id, workspace_id) is the LiveSession of a session (session_not_found otherwise)."""
+        self.services, self.engine, self.sessions = services, engine, sessions
+        self._stripes = [threading.Lock() for _ in range(KEY_STRIPES)]
+
+    @property
+    def derived(self):
+        return self.services.catalog.derived
+
+    def derive(self, request):
+        """The Outcome of a continue or fork; one (workspace, key) creates at most one session."""
+        with self._stripes[hash((request.workspace_id, request.key)) % KEY_STRIPES]:
+            existing = self.derived.derivation(request.workspace_id, request.key)
+            outcome = self._create(request) if existing is None else self._recorded(existing, request)
+        return self._first_prompt(outcome, request)
+
+    def _recorded(self, existing, request):
+        if existing["fingerprint"] != request.fingerprint:
+            raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different continue or "
+                               "fork", idempotency_key=request.key)
+        try:
+            child = self.sessions(existing["child_session_id"], request.workspace_id)
+        except CompozyError:
+            return Outcome(None, existing["result"], replayed=True, child_deleted=True)
+        return Outcome(child.record, child.record.derivation, replayed=True)
+
+    def _create(self, request):
+        source = self.sessions(request.source_id, request.workspace_id)
+        self._check_source(source.record)
+        agent = self.services.config.agent(request.agent_name or source.record.agent_name)
+        if request.route is not None and request.route > len(agent.fallback_chain):
+            raise CompozyError("route_not_found", f'agent "{agent.name}" declares {len(agent.fallback_chain)} '
+                               f"route(s); route {request.route} does not exist", route=request.route)
+        if not self.services.accepting:
+            raise CompozyError("new_work_admission_unavailable", "the daemon is shutting down")
+        found = snapshot(source, self.services, request.message_id)
+        check_fences(request.fences, found.fences)
+        cut = found.carry.cut
+        if cut is not None and not cut.settled:
+            raise CompozyError("session_turn_in_progress", f"turn {cut.turn_id} of {cut.message_id} has not settled; "
+                               "wait for it or fork from an earlier message", current_turn_id=cut.turn_id)
+        child = self._new_session(request, source.record, found, agent)
+        return Outcome(child, child.derivation, replayed=False)
+
+    def _check_source(self, record):
+        derivable(record)
+        if record.archived:
+            raise CompozyError("session_archived", "unarchive the session before continuing or forking it")
+
+    def _new_session(self, request, source, found, agent):
+        child_id = new_id("sess")
+        self.derived.add_derivation(workspace_id=request.workspace_id, idempotency_key=request.key,
+                                    fingerprint=request.fingerprint, kind=request.kind, source_session_id=source.id,
+                                    child_session_id=child_id, state=DerivationState.CREATING.value, result=None)
+        store = self.services.store
+        try:
+            runtime = {"selected": request.runtime, "selection_revision": 1} if request.runtime else None
+            child = child_record(child_id, request, source, found, agent.name, runtime)
+            store.create(child, carried=found.carry.context(request.kind, source).to_dict())
+        except BaseException:
+            store.discard_directory(child_id)
+            move(self.derived, request.workspace_id, request.key, DerivationState.WITHDRAWN)
+            raise
+        move(self.derived, request.workspace_id, request.key, DerivationState.CREATED, result=child.derivation)
+        catalog_changed(self.services.catalog_feed, "upserted", child)
+        log.info("session.derived kind=%s source_session_id=%s session_id=%s idempotency_key=%s seed=%s "
+                 "message_count=%s omitted_count=%s", request.kind, source.id, child.id, request.key,
+                 child.derivation["seed"], child.derivation["message_count"], child.derivation["omitted_count"])
+        return child
+
+    def _first_prompt(self, outcome, request):
+        """A message is admitted through the ordinary prompt admission, once, even by a repeat."""
+        if outcome.record is None:
+            return outcome
+        derivation = outcome.record.derivation
+        if request.message is None or derivation["first_prompt"] != FirstPrompt.STAGED:
+            return Outcome(outcome.record, derivation, outcome.replayed)
+        child = self.sessions(outcome.record.id, request.workspace_id)
+        identity = derivation["first_message_id"]
+        try:
+            self.engine.prompt(child, {"message": request.message, "message_id": identity,
+                                       "idempotency_key": identity})
+        except CompozyError as error:
+            details = {**error.details, "child_session_id": child.id, "idempotency_key": request.key}
+            raise CompozyError(error.code, error.message, **details) from None
+        with child.lock:
+            if child.record.derivation["first_prompt"] == FirstPrompt.STAGED:
+                child.save(derivation=admitted(child.record.derivation))
+                self.derived.update_derivation(request.workspace_id, request.key, result=child.record.derivation)
+        return Outcome(child.record, child.record.derivation, outcome.replayed)
+
+
+def move(derived, workspace_id, key, new, repair=False, **fields):
+    """A derivation row along its table, compare-and-set from creating; withdrawn deletes it."""
+    old = DerivationState.CREATING
+    new = DERIVATION.check(old, new, repair)
+    if new == DerivationState.WITHDRAWN:
+        changed = derived.delete_derivation(workspace_id, key, expected_state=old.value)
+    else:
+        changed = derived.update_derivation(workspace_id, key, expected_state=old.value, state=new.value, **fields)
+    if not changed:
+        raise AssertionError(f"derivation {workspace_id}/{key} is no longer {old}")
+
+
+def settle_interrupted(store):
+    """Boot: a derivation an unclean exit caught mid-creation stands when its session was written
+    whole; otherwise its leftovers go and a retry runs again."""
+    derived, settled = store.catalog.derived, []
+    for row in derived.derivations_in_state(DerivationState.CREATING.value):
+        record = store.get(row["child_session_id"])
+        if record is not None and record.derivation:
+            move(derived, row["workspace_id"], row["idempotency_key"], DerivationState.CREATED, repair=True,
+                 result=record.derivation)
+        else:
+            store.discard_directory(row["child_session_id"])
+            move(derived, row["workspace_id"], row["idempotency_key"], DerivationState.WITHDRAWN, repair=True)
+        settled.append(row["child_session_id"])
+    return settled
