@@ -250,6 +250,12 @@ OPERATIONS = (
               cli=_session_cli("session continue", flags=(
                   ("agent_name", "--agent"), *_flags("message", "route", "name", "idempotency_key", "workspace",
                                                      *v.FENCE_NAMES)))),
+    Operation("POST", S + "/fork", "session.fork", "fork_session",
+              "Fork into a new session of the same agent and runtime, whole or through a user message and its turn",
+              DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "session_turn_in_progress"),
+              body=v.FORK_FIELDS,
+              cli=_session_cli("session fork", flags=_flags("message_id", "name", "idempotency_key", "workspace",
+                                                            *v.FENCE_NAMES))),
     Operation("GET", S + "/derive/preview", "session.derive.preview", "derive_preview",
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,

@@ -16,7 +16,7 @@ from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, rewind, sources
-from compozy.session.derive.derivation import Deriver, continue_request
+from compozy.session.derive.derivation import Deriver, continue_request, fork_request
 from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
@@ -306,6 +306,11 @@ class SessionManager:
     def continue_session(self, session_id, workspace, body):
         """A new session carrying this one's conversation to another agent; the source is untouched."""
         request = continue_request(session_id, self.workspaces.resolve(workspace)["id"], body)
+        return self._derived(self.deriver.derive(request))
+
+    def fork_session(self, session_id, workspace, body):
+        """A new session of the same agent and runtime carrying this conversation (or a prefix of it)."""
+        request = fork_request(session_id, self.workspaces.resolve(workspace)["id"], body)
         return self._derived(self.deriver.derive(request))
 
     def _derived(self, outcome):

@@ -134,6 +134,26 @@ def continue_(obj, session_id, agent_name, message, route, name, idempotency_key
            agent_name=agent_name, message=message, route=route, runtime=runtime, name=name)
 
 
+@session.command("fork")
+@click.argument("session_id")
+@click.option("--message-id", help="fork through this user message and its turn (default: the whole conversation)")
+@click.option("--name", help="a name for the new session")
+@click.option("--idempotency-key", help="repeat an earlier fork exactly (default: a new key)")
+@click.option("--workspace", help="the session's workspace (name or ID), to rerun a key after the session is gone")
+@fence_options
+@output_option()
+@click.pass_obj
+def fork(obj, session_id, message_id, name, idempotency_key, workspace, output, **fences):
+    """Fork a session to try another direction with the same agent and runtime; the source is not changed.
+
+    \b
+    Example:
+      compozy session fork sess_01J9R2K7M4T1 --message-id msg_01J9R2N3V0QF
+    """
+    derive(obj, "session.fork", session_id, workspace, idempotency_key, fences, output, message_id=message_id,
+           name=name)
+
+
 def derive(obj, operation, session_id, workspace, key, fences, output, **fields):
     """A continue or fork: fences read first unless given; a failure after the new session exists
     names it and the key to rerun with."""

@@ -20,7 +20,8 @@ from compozy.session.derive.children import admitted, child_record
 from compozy.session.derive.rewind import derivable
 from compozy.session.derive.sources import snapshot
 from compozy.session.records.feed import catalog_changed
-from compozy.session.records.snapshots import check_snapshot
+from compozy.session.records.snapshots import FIELDS as RUNTIME_FIELDS
+from compozy.session.records.snapshots import check_snapshot, layer
 from compozy.session.records.transcript import check_fences, expected_fences
 from compozy.session.turns.messages import check_message, fingerprint
 from compozy.states import DERIVATION, DerivationState, FirstPrompt
@@ -143,8 +144,7 @@ class Deriver:
                                     child_session_id=child_id, state=DerivationState.CREATING.value, result=None)
         store = self.services.store
         try:
-            runtime = {"selected": request.runtime, "selection_revision": 1} if request.runtime else None
-            child = child_record(child_id, request, source, found, agent.name, runtime)
+            child = child_record(child_id, request, source, found, agent.name, _runtime(request, source))
             store.create(child, carried=found.carry.context(request.kind, source).to_dict())
         except BaseException:
             store.discard_directory(child_id)
@@ -177,6 +177,18 @@ class Deriver:
                 child.save(derivation=admitted(child.record.derivation))
                 self.derived.update_derivation(request.workspace_id, request.key, result=child.record.derivation)
         return Outcome(child.record, child.record.derivation, outcome.replayed)
+
+
+def _runtime(request, source):
+    """A continue selects the runtime it was given; a fork selects the one its source last ran on
+    (the same provider, so the same account, model, reasoning effort and speed, and its options)."""
+    selected = request.runtime if request.kind == "continue" else \
+        layer(source.runtime.selected, _identity(source.runtime.last_known))
+    return {"selected": selected, "selection_revision": 1} if selected else None
+
+
+def _identity(last_known):
+    return {name: value for name, value in (last_known or {}).items() if name in RUNTIME_FIELDS and value}
 
 
 def move(derived, workspace_id, key, new, repair=False, **fields):
