@@ -306,6 +306,20 @@ FIRST_PROMPT = Machine("first_prompt", FirstPrompt, {
 })
 
 
+class NativeState(StrEnum):
+    """A fork seeded by the agent's own clone: loaded at the new session's first bind, or not."""
+
+    PENDING = "pending"
+    LOADED = "loaded"
+    FAILED = "failed"
+
+
+NATIVE = Machine("native", NativeState, {
+    (NativeState.PENDING, NativeState.LOADED),  # the new session's own process loaded the clone
+    (NativeState.PENDING, NativeState.FAILED),  # it could not (another provider, or the load failed): replay
+})
+
+
 class DeriveAnswer(StrEnum):
     """Which answer a continue or fork gets; the operation table maps each to its HTTP status."""
 
@@ -313,7 +327,7 @@ class DeriveAnswer(StrEnum):
     REPLAYED = "replayed"
 
 
-MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION, REWIND, DERIVATION, FIRST_PROMPT)
+MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION, REWIND, DERIVATION, FIRST_PROMPT, NATIVE)
 
 
 class MarkerKind(StrEnum):

@@ -21,12 +21,14 @@ from compozy.acp.refusal import BindFailure, auth_refused, refused
 from compozy.acp.translate import DROPPED_VARIANTS, translate
 from compozy.errors import CompozyError
 from compozy.location import child_environment
+from compozy.redact import redact
 
 log = logging.getLogger("compozy.acp.client")
 
 INITIALIZE = "initialize"
 SESSION_NEW = "session/new"
 SESSION_LOAD = "session/load"
+SESSION_FORK = "session/fork"
 SESSION_PROMPT = "session/prompt"
 SESSION_CANCEL = "session/cancel"
 SESSION_UPDATE = "session/update"
@@ -35,12 +37,17 @@ HANDSHAKE_TIMEOUT = 30.0
 SESSION_TIMEOUT = 60.0
 LOAD_TIMEOUT = 120.0
 STEER_TIMEOUT = 10.0
+FORK_TIMEOUT = 30.0
 CLIENT_CAPABILITIES = {"fs": {"readTextFile": True, "writeTextFile": True},
                        "session": {"configOptions": {"boolean": {}}}}
 CLIENT_INFO = {"name": "compozy", "title": "compozy daemon", "version": "0.1"}
 
-__all__ = ["AgentClient", "AcpError", "AgentExited", "BindFailure", "PromptAnswer", "configure", "launch",
-           "needs_configuration", "open_session"]
+__all__ = ["AgentClient", "AcpError", "AgentExited", "BindFailure", "CloneFailed", "PromptAnswer", "configure",
+           "fork_session", "launch", "needs_configuration", "open_session"]
+
+
+class CloneFailed(Exception):
+    """The agent did not clone its session; the message is redacted."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +229,19 @@ def mcp_servers(client, tools):
 
 def _pairs(mapping):
     return [{"name": name, "value": value} for name, value in mapping.items()]
+
+
+def fork_session(client, cwd):
+    """The agent's own clone of the bound session (ACP session/fork): the clone's sessionId. Nothing of
+    the clone is routed to the source: its updates carry another sessionId and are dropped."""
+    try:
+        result = client.process.call(SESSION_FORK, {"sessionId": client.acp_session_id, "cwd": cwd, "mcpServers": []},
+                                     FORK_TIMEOUT)
+    except (AcpError, AgentExited, TimeoutError) as exc:
+        raise CloneFailed(redact(f"{SESSION_FORK} failed: {exc}", client.provider.env)) from None
+    if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
+        raise CloneFailed(f"{SESSION_FORK} answered without a sessionId")
+    return result["sessionId"]
 
 
 def _text(text):

@@ -83,6 +83,8 @@ class ReferenceAgent:
             self.handlers["session/load"] = self.load_session
         if settings.steering:
             self.handlers["_compozy/steer"] = self.steer
+        if settings.fork:
+            self.handlers["session/fork"] = self.fork_session
 
     def run(self) -> int:
         for message in self.endpoint.messages():
@@ -170,7 +172,7 @@ class ReferenceAgent:
         capabilities = {"loadSession": self.settings.load_session,
                         "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
                         "mcpCapabilities": {"http": self.settings.mcp_http, "sse": False},
-                        "sessionCapabilities": {}}
+                        "sessionCapabilities": {"fork": {}} if self.settings.fork else {}}
         result = {"protocolVersion": protocol.PROTOCOL_VERSION, "agentCapabilities": capabilities,
                   "agentInfo": AGENT_INFO, "authMethods": [AUTH_METHOD] if self.settings.require_auth else []}
         if self.settings.steering:
@@ -221,6 +223,23 @@ class ReferenceAgent:
             self.send_update(session_id, text_update(kind, entry["text"], entry["message_id"]))
         log(f"loaded session {session_id} ({len(session.history)} messages)")
         return {"configOptions": self.config_options(session)}
+
+    def fork_session(self, request: protocol.Request) -> dict:
+        """A clone of an idle session under a new id: its config and history, saved like any session."""
+        source = self.session_for(request.params)
+        cwd = request.params.get("cwd")
+        if not isinstance(cwd, str) or not os.path.isabs(cwd):
+            raise invalid_params("cwd must be an absolute path")
+        if self.settings.fork_fails:
+            raise RpcError(protocol.INTERNAL_ERROR, "fork refused (COMPOZY_REFERENCE_FORK_FAIL)")
+        with self.lock:
+            if source.turn:
+                raise RpcError(protocol.INTERNAL_ERROR, "prompt already running")
+            clone = Session(f"ref_{uuid.uuid4().hex}", cwd, dict(source.config), [dict(e) for e in source.history])
+            self.sessions[clone.session_id] = clone
+            self.store.save(clone)
+        log(f"forked session {source.session_id} into {clone.session_id}")
+        return {"sessionId": clone.session_id, "configOptions": self.config_options(clone)}
 
     def claim_crash_marker(self, session_id: str, prompt_text: str) -> bool:
         """The [crash N once] directive asks the agent; the marker lives with the session state."""

@@ -36,6 +36,8 @@ class Settings:
     load_session: bool
     steering: bool
     mcp_http: bool
+    fork: bool
+    fork_fails: bool
     chunk_delay: float
     models: tuple
     state_dir: Path
@@ -47,6 +49,8 @@ class Settings:
                    load_session=not env_flag(env, "COMPOZY_REFERENCE_NO_LOAD"),
                    steering=env_flag(env, "COMPOZY_REFERENCE_STEERING"),
                    mcp_http=not env_flag(env, "COMPOZY_REFERENCE_NO_MCP_HTTP"),
+                   fork=env_flag(env, "COMPOZY_REFERENCE_FORK"),
+                   fork_fails=env_flag(env, "COMPOZY_REFERENCE_FORK_FAIL"),
                    chunk_delay=parse_delay(env.get("COMPOZY_REFERENCE_CHUNK_DELAY", "")),
                    models=models or DEFAULT_MODELS, state_dir=default_state_dir(env))
 

@@ -7,8 +7,8 @@ Layer 6 (surface). Objects leave room for fields added later; required lists wha
 from compozy import validate as v
 from compozy.errors import ERRORS
 from compozy.states import (TOP_LEVEL_KINDS, BusyMode, Disposition, FirstPrompt, HealthState, LineageKind,
-                            PermissionDecision, QueueStatus, RuntimeStatus, RuntimeTransition, SessionState,
-                            SessionType, SteerDelivery, StopCause, StopReason)
+                            NativeState, PermissionDecision, QueueStatus, RuntimeStatus, RuntimeTransition,
+                            SessionState, SessionType, SteerDelivery, StopCause, StopReason)
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -116,7 +116,8 @@ DERIVATION = obj(
      "message_count", "replay_bytes", "truncated", "omitted_count", "source_turn_in_progress", "created_at"],
     kind=enum(TOP_LEVEL_KINDS), source_session_id=STRING, source_agent_name=STRING,
     seed=enum(("replay", "native_fork")), first_prompt=enum(FirstPrompt), idempotency_key=STRING,
-    **CARRIED, created_at=TIMESTAMP, first_message_id=STRING, route=INTEGER, origin_message_id=STRING)
+    **CARRIED, created_at=TIMESTAMP, first_message_id=STRING, route=INTEGER, origin_message_id=STRING,
+    native_state=enum(NativeState), native_fork_error=STRING, acp_session_id=STRING)
 ERROR = obj(["error", "code", "details"], error=STRING, code=enum(ERRORS), details=OBJECT,
             child_session_id=STRING, current_turn_id=STRING)
 

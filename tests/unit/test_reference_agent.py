@@ -278,6 +278,35 @@ def test_session_load_replays_history_after_a_restart(spawn, workdir):
     assert reply_text(seen) == "history: alpha | beta"
 
 
+def test_fork_clones_a_session_that_a_later_process_loads(spawn, workdir):
+    first = spawn(COMPOZY_REFERENCE_FORK="1")
+    response, _ = first.call("initialize", {"protocolVersion": 1})
+    assert response.result["agentCapabilities"]["sessionCapabilities"] == {"fork": {}}
+    session_id, _ = open_session(first, workdir)
+    prompt(first, session_id, "alpha")
+    forked, seen = first.call("session/fork", {"sessionId": session_id, "cwd": str(workdir), "mcpServers": []})
+    clone_id = forked.result["sessionId"]
+    assert clone_id.startswith("ref_") and clone_id != session_id and updates(seen) == []
+    prompt(first, session_id, "only in the source")
+    first.close()
+    second = spawn()
+    second.call("initialize", {"protocolVersion": 1})
+    second.call("session/load", {"sessionId": clone_id, "cwd": str(workdir), "mcpServers": []})
+    _, seen = prompt(second, clone_id, "[recall]")
+    assert reply_text(seen) == "history: alpha"
+
+
+def test_fork_is_unknown_without_its_switch_and_refused_with_the_failure_switch(spawn, workdir):
+    plain = spawn()
+    session_id, _ = open_session(plain, workdir)
+    params = {"sessionId": session_id, "cwd": str(workdir), "mcpServers": []}
+    assert plain.call("session/fork", params)[0].error["code"] == protocol.METHOD_NOT_FOUND
+    failing = spawn(COMPOZY_REFERENCE_FORK="1", COMPOZY_REFERENCE_FORK_FAIL="1")
+    session_id, _ = open_session(failing, workdir)
+    refused, _ = failing.call("session/fork", {**params, "sessionId": session_id})
+    assert refused.error["code"] == protocol.INTERNAL_ERROR and "fork refused" in refused.error["message"]
+
+
 def test_load_of_an_unknown_session_is_resource_not_found(spawn, workdir):
     agent = spawn()
     agent.call("initialize", {"protocolVersion": 1})

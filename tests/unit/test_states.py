@@ -4,9 +4,9 @@ import itertools
 
 import pytest
 
-from compozy.states import (ADMISSION, DERIVATION, FIRST_PROMPT, MACHINES, QUEUE, REWIND, RUNTIME, SESSION, TURN,
-                            AdmissionState, DerivationState, FirstPrompt, QueueStatus, RewindState, RuntimeStatus,
-                            SessionState, TurnPhase)
+from compozy.states import (ADMISSION, DERIVATION, FIRST_PROMPT, MACHINES, NATIVE, QUEUE, REWIND, RUNTIME, SESSION,
+                            TURN, AdmissionState, DerivationState, FirstPrompt, NativeState, QueueStatus, RewindState,
+                            RuntimeStatus, SessionState, TurnPhase)
 
 # Where each machine starts: new sessions are active, runtimes unbound, turns binding, entries
 # queued; admissions are born binding (started prompts), queued, or completed (edit receipts).
@@ -14,14 +14,15 @@ INITIAL = {SESSION: {SessionState.ACTIVE}, RUNTIME: {RuntimeStatus.UNBOUND}, TUR
            QUEUE: {QueueStatus.QUEUED},
            ADMISSION: {AdmissionState.BINDING, AdmissionState.QUEUED, AdmissionState.COMPLETED},
            REWIND: {RewindState.PENDING}, DERIVATION: {DerivationState.CREATING},
-           FIRST_PROMPT: {FirstPrompt.STAGED}}
+           FIRST_PROMPT: {FirstPrompt.STAGED}, NATIVE: {NativeState.PENDING}}
 # States nothing leaves once there.
 FINAL = {SESSION: set(), RUNTIME: set(), TURN: {TurnPhase.DONE},
          QUEUE: {QueueStatus.FAILED, QueueStatus.CANCELED},
          ADMISSION: {AdmissionState.STARTED, AdmissionState.QUEUED, AdmissionState.COMPLETED,
                      AdmissionState.WITHDRAWN},
          REWIND: {RewindState.COMPLETED},
-         DERIVATION: {DerivationState.CREATED, DerivationState.WITHDRAWN}, FIRST_PROMPT: {FirstPrompt.ADMITTED}}
+         DERIVATION: {DerivationState.CREATED, DerivationState.WITHDRAWN}, FIRST_PROMPT: {FirstPrompt.ADMITTED},
+         NATIVE: {NativeState.LOADED, NativeState.FAILED}}
 IDS = [m.name or "session" for m in MACHINES]
 
 

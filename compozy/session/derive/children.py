@@ -7,12 +7,14 @@ a retry answers; the carried context itself is stored with its events (records/t
 """
 
 from compozy.clock import now_iso
+from compozy.session.derive.native import seeded
 from compozy.session.records.store import new_record
 from compozy.states import FIRST_PROMPT, FirstPrompt, SessionType
 
 
-def child_record(child_id, request, source, snapshot, agent_name, runtime=None):
-    """The new session's record (active, runtime unbound) for a request of kind continue or fork."""
+def child_record(child_id, request, source, snapshot, agent_name, runtime=None, clone=None):
+    """The new session's record (active, runtime unbound) for a request of kind continue or fork;
+    clone is the agent's own clone of the source, when one was asked for (derive/native.py)."""
     lineage = {"kind": request.kind, "parent_session_id": source.id,
                "root_session_id": (source.lineage or {}).get("root_session_id") or source.id, "spawn_depth": 0,
                "origin_agent_name": source.agent_name}
@@ -20,9 +22,12 @@ def child_record(child_id, request, source, snapshot, agent_name, runtime=None):
         lineage["origin_message_id"] = request.message_id
     record = new_record(child_id, name=request.name, session_type=SessionType.USER.value, agent_name=agent_name,
                         workspace_id=source.workspace_id, cwd=source.cwd, lineage=lineage)
+    derivation = derivation_of(request, source, snapshot)
+    if clone is not None:
+        derivation, runtime = seeded(derivation, runtime, clone)
     if runtime is not None:
         record.runtime = record.runtime.replace(**runtime)
-    record.derivation = derivation_of(request, source, snapshot)
+    record.derivation = derivation
     return record
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_client_token
+from compozy.session.derive import native
 from compozy.session.derive.children import admitted, child_record
 from compozy.session.derive.rewind import derivable
 from compozy.session.derive.sources import snapshot
@@ -129,7 +130,7 @@ class Deriver:
         if cut is not None and not cut.settled:
             raise CompozyError("session_turn_in_progress", f"turn {cut.turn_id} of {cut.message_id} has not settled; "
                                "wait for it or fork from an earlier message", current_turn_id=cut.turn_id)
-        child = self._new_session(request, source.record, found, agent)
+        child = self._new_session(request, source, found, agent)
         return Outcome(child, child.derivation, replayed=False)
 
     def _check_source(self, record):
@@ -137,14 +138,16 @@ class Deriver:
         if record.archived:
             raise CompozyError("session_archived", "unarchive the session before continuing or forking it")
 
-    def _new_session(self, request, source, found, agent):
-        child_id = new_id("sess")
+    def _new_session(self, request, session, found, agent):
+        source, child_id = session.record, new_id("sess")
         self.derived.add_derivation(workspace_id=request.workspace_id, idempotency_key=request.key,
                                     fingerprint=request.fingerprint, kind=request.kind, source_session_id=source.id,
                                     child_session_id=child_id, state=DerivationState.CREATING.value, result=None)
         store = self.services.store
         try:
-            child = child_record(child_id, request, source, found, agent.name, _runtime(request, source))
+            clone = native.clone(session, self.services) if found.native_fork_possible and request.kind == "fork" \
+                else None
+            child = child_record(child_id, request, source, found, agent.name, _runtime(request, source), clone)
             store.create(child, carried=found.carry.context(request.kind, source).to_dict())
         except BaseException:
             store.discard_directory(child_id)

@@ -14,7 +14,7 @@ from compozy.session.records.live import RuntimeEvents
 from compozy.session.lifecycle.recovery import lost_outside_turn
 from compozy.session.records.record import ABSENT
 from compozy.session.records.snapshots import layer, routes_for
-from compozy.states import MarkerKind, RuntimeStatus, RuntimeTransition, SessionState
+from compozy.states import NATIVE, MarkerKind, NativeState, RuntimeStatus, RuntimeTransition, SessionState
 
 log = logging.getLogger("compozy.binding")
 
@@ -46,8 +46,8 @@ class Binder:
             routes = [r for r in routes if r[0] == accepted] or routes
         routes = _pinned_route(session, routes, turn.snapshot)
         if transition is None:
-            transition = RuntimeTransition.INITIAL_BIND if not stored.acp_session_id else \
-                RuntimeTransition.PROCESS_REPLACEMENT
+            first = not stored.acp_session_id or _native(session.record) == NativeState.PENDING
+            transition = RuntimeTransition.INITIAL_BIND if first else RuntimeTransition.PROCESS_REPLACEMENT
         return self._start(session, routes, transition, allow_load=True)
 
     def _reconfigure(self, session, runtime, target):
@@ -82,6 +82,7 @@ class Binder:
             if previous is not None:
                 previous.released = True  # its exit is expected, not a crash
                 self.stop_process(previous)
+            _settle_native(session, loaded)
             if loaded or not (session.log.last_sequence() or session.carried()):
                 return None
             return "fresh_agent_session" if allow_load else "provider_change"
@@ -175,6 +176,23 @@ class Binder:
         if runtime.process.wait_exit(RETIRE_GRACE):
             return runtime.process.kill_tree(0.5, RETIRE_KILL_GRACE)  # only stragglers of its group remain
         return runtime.process.kill_tree(RETIRE_GRACE, RETIRE_KILL_GRACE)
+
+
+def _native(record):
+    return (record.derivation or {}).get("native_state")
+
+
+def _settle_native(session, loaded):
+    """A fork seeded by the agent's clone: the first bind loaded it, or the carried context is used."""
+    derivation = session.record.derivation
+    if _native(session.record) != NativeState.PENDING:
+        return
+    state = NATIVE.check(NativeState.PENDING, NativeState.LOADED if loaded else NativeState.FAILED)
+    settled = {**derivation, "native_state": state.value}
+    if not loaded:
+        settled["native_fork_error"] = ("the clone was not loaded (another provider, or loading it failed); "
+                                        "the carried context was used")
+    session.save(derivation=settled)
 
 
 def _pinned_route(session, routes, prompt_snapshot):
