@@ -8,6 +8,7 @@ tests are skipped with the reason.
 import http.client
 import json
 import re
+import sys
 from urllib.parse import urlsplit
 
 import pytest
@@ -51,7 +52,7 @@ def test_the_page_and_its_assets_are_served_on_both_surfaces_under_a_strict_poli
             assert headers["X-Content-Type-Options"] == "nosniff"
             referenced.add(name)
             pending += set(re.findall(r'from "\./([\w.-]+)"', body.decode())) - referenced
-        assert {"app.js", "session.js", "transcript.js", "markdown.js", "dom.js", "style.css"} <= referenced
+        assert {"app.js", "session.js", "derive.js", "transcript.js", "markdown.js", "dom.js", "style.css"} <= referenced
         status, _, body = fetch(url, "/assets/missing.js")
         assert status == 404 and json.loads(body)["code"] == "endpoint_not_found"
 
@@ -77,8 +78,11 @@ def chromium():
 
 @pytest.fixture
 def web(home, workspace, chromium):
-    """A daemon that asks before writes, a browser page, and helpers."""
-    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+    """A daemon that asks before writes (and knows an agent that needs a login), a browser page, and helpers."""
+    locked = f'command = [{json.dumps(sys.executable)}, "-m", "compozy.agents.reference"]\n' \
+             'env = {COMPOZY_REFERENCE_REQUIRE_AUTH = "1"}\n'
+    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n\n'
+                                      f'[providers.locked]\n{locked}\n[agents.locked]\nprovider = "locked"\n')
     daemon = DaemonProcess(home).start()
     context = chromium.new_context(viewport={"width": 1280, "height": 860})
     page = context.new_page()
@@ -313,3 +317,73 @@ def test_stop_generation_interrupt_and_runtime_selection(web):
     expect(runtime).to_contain_text("reference / echo-large")
     page.get_by_role("button", name="Clear selection").click()
     expect(runtime).to_contain_text("none (revision 2)")
+
+
+@needs_browser
+def test_rewind_from_a_message_reloads_the_transcript_and_puts_its_text_in_the_composer(web):
+    from playwright.sync_api import expect
+    page = web.page
+    web.open(f"/sessions/{web.session('rewind')['id']}")
+    web.send("first")
+    expect(web.agent_text()).to_have_text(["echo: first"])
+    web.send("second")
+    expect(web.agent_text()).to_have_text(["echo: first", "echo: second"])
+    box = page.get_by_role("textbox", name="Message")
+    rewind = page.locator("#transcript .msg.user").nth(1).get_by_role("button", name="Rewind to before this message")
+    box.fill("a draft of my own")
+    rewind.click()  # it needs an empty composer: nothing is cut
+    expect(page.get_by_role("alert")).to_contain_text("Empty the composer first")
+    expect(page.locator("#transcript .msg.user")).to_have_count(2)
+    box.fill("")
+    rewind.click()
+    confirm = page.get_by_role("dialog")
+    expect(confirm).to_contain_text("file changes, tool effects and external actions are not undone")
+    confirm.get_by_role("button", name="Rewind", exact=True).click()
+    expect(page.locator("#transcript .msg.user .body")).to_have_text(["first"])
+    expect(web.agent_text()).to_have_text(["echo: first"])
+    expect(box).to_have_value("second")
+    box.fill("[recall] second, again")
+    box.press("Enter")
+    expect(web.agent_text()).to_have_text(["echo: first", "[context replayed: 2 messages] history: first"])
+
+
+@needs_browser
+def test_fork_from_a_message_and_continue_with_another_agent_after_the_preview(web):
+    from playwright.sync_api import expect
+    page = web.page
+    source = web.session("source")
+    web.open(f"/sessions/{source['id']}")
+    web.send("first")
+    expect(web.agent_text()).to_have_text(["echo: first"])
+    web.send("second")
+    expect(web.agent_text()).to_have_text(["echo: first", "echo: second"])
+
+    page.locator("#transcript .msg.user").first.get_by_role("button", name="Fork from this message").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Carries 2 messages")
+    dialog.get_by_label("Name").fill("forked")
+    dialog.get_by_role("button", name="Fork", exact=True).click()
+    expect(page.get_by_role("heading", name="forked")).to_be_visible()
+    expect(page.locator("#lineage")).to_contain_text(f"fork · from {source['id']} · through ")
+    web.send("[recall] other way")
+    expect(web.agent_text()).to_have_text(["[context replayed: 2 messages] history: first"])
+
+    page.locator("#lineage").get_by_role("link", name=source["id"]).first.click()  # its parent (and root)
+    expect(page.get_by_role("heading", name="source")).to_be_visible()
+    page.get_by_role("button", name="Continue…").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Carries 4 messages")
+    dialog.get_by_label("Agent").fill("locked")
+    dialog.get_by_label("Message").fill("carry on")
+    dialog.get_by_role("button", name="Continue", exact=True).click()
+    expect(dialog).to_contain_text("provider_auth_failure")
+    opener = dialog.get_by_role("link", name="Open new session")
+    expect(opener).to_be_visible()
+    dialog.get_by_label("Agent").fill("nobody")  # an edited request, refused again: the new session stays offered
+    dialog.get_by_role("button", name="Continue", exact=True).click()
+    expect(dialog).to_contain_text("agent_not_found")
+    expect(opener).to_be_visible()
+    dialog.get_by_label("Agent").fill("general")
+    dialog.get_by_role("button", name="Continue", exact=True).click()
+    expect(page.locator("#lineage")).to_contain_text(f"continue · from {source['id']} · general · through turn ")
+    expect(web.agent_text()).to_have_text(["[context replayed: 4 messages] echo: carry on"])

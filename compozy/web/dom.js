@@ -67,7 +67,11 @@ export async function api(method, path, body) {
   const response = await fetch(path, init);
   const text = await response.text();
   const answer = text ? JSON.parse(text) : {};
-  if (!response.ok) throw new Error(`${answer.code || response.status}: ${answer.error || "request failed"}`);
+  if (!response.ok) {
+    const error = new Error(`${answer.code || response.status}: ${answer.error || "request failed"}`);
+    error.body = answer; // the error document: its code, details and fields such as child_session_id
+    throw error;
+  }
   return answer;
 }
 

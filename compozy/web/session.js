@@ -1,6 +1,7 @@
 // The session view: live transcript, working status line, composer, busy controls, queue,
 // runtime selection, session actions and the side panel.
 import { $, el, replace, api, follow, ago, duration, secondsSince } from "./dom.js";
+import { Derive, contextText, originText } from "./derive.js";
 import { Transcript } from "./transcript.js";
 
 const RUNTIME_FIELDS = ["provider", "model", "reasoning_effort", "speed"];
@@ -33,6 +34,7 @@ export class SessionView {
     Object.assign(this, { alert, navigate, workspaceName });
     this.session = null;
     this.stream = null;
+    this.derive = new Derive(this);
     this.wire();
   }
 
@@ -57,11 +59,19 @@ export class SessionView {
     }
     if (this.opening !== opening) return;
     this.session = session;
-    this.transcript = new Transcript($("transcript"), { approve: (request_id, decision) =>
-      this.act("POST", "/approve", { request_id, decision }) });
-    this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (record) => this.onEvent(record) });
+    this.reloadTranscript();
     this.render();
-    this.loadQueue().catch(this.alert);
+  }
+
+  // The daemon-owned transcript, from the start (after a rewind: what stays active).
+  reloadTranscript() {
+    this.stream?.close();
+    replace($("transcript"));
+    this.transcript = new Transcript($("transcript"), {
+      approve: (request_id, decision) => this.act("POST", "/approve", { request_id, decision }),
+      messageActions: (event) => this.derive.messageActions(event) });
+    this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (record) => this.onEvent(record) });
+    this.refreshSoon();
   }
 
   close() {
@@ -123,6 +133,8 @@ export class SessionView {
     const running = s.state !== "stopped";
     const button = (label, onclick, tone) => el("button", { type: "button", class: tone, onclick }, label);
     return [
+      !s.archived && button("Continue…", () => this.derive.dialog("continue")),
+      !s.archived && button("Fork…", () => this.derive.dialog("fork")),
       running && button("Stop", () => this.act("POST", "/stop", { wait: false })),
       !s.archived && button(running ? "Stop and archive" : "Archive",
         () => this.act("POST", running ? "/archive?stop=true" : "/archive")),
@@ -152,7 +164,15 @@ export class SessionView {
       ["Agent", s.agent_name], ["Type", s.type], ["Kind", lineage.kind || "root"],
       ["Parent", sessionLink(lineage.parent_session_id)],
       ["Root", lineage.root_session_id !== s.id ? sessionLink(lineage.root_session_id) : null],
-      ["Spawn depth", String(lineage.spawn_depth ?? 0)]]);
+      ["Spawn depth", String(lineage.spawn_depth ?? 0)],
+      ...this.derivationRows(s.derivation)]);
+  }
+
+  derivationRows(d) {
+    if (!d) return [];
+    return [["Origin", originText(d)], ["Context", contextText(d)],
+      ["Seed", d.seed + (d.native_state ? ` (${d.native_state})` : "")], ["Clone error", d.native_fork_error],
+      ["First prompt", d.first_prompt]];
   }
 
   // The working status line, e.g. "Working for 42m · quiet for 12m", from activity and supervision.

@@ -10,9 +10,10 @@ const DECISION_NAMES = Object.fromEntries(DECISIONS);
 const QUIET_TYPES = new Set(["runtime_progress", "usage"]);
 
 export class Transcript {
-  constructor(container, { approve }) {
+  constructor(container, { approve, messageActions }) {
     this.container = container;
     this.approve = approve;
+    this.messageActions = messageActions; // event -> the buttons of a user message's header
     this.last = null; // {kind, key, body, text} of the block that chunks may extend
     this.tools = new Map();
     this.permissions = new Map();
@@ -73,9 +74,9 @@ export class Transcript {
 const HANDLERS = {
   user_message(event, content) {
     this.turnStarts.set(event.turn_id, event.timestamp);
-    // The header is where per-message actions (rewind, fork) belong.
     this.block(el("article", { class: "msg user", "data-message-id": content.message_id, "data-turn-id": event.turn_id },
-      el("header", {}, "You"), el("div", { class: "body plain" }, content.text)));
+      el("header", {}, "You", el("span", { class: "msg-actions" }, this.messageActions(event))),
+      el("div", { class: "body plain" }, content.text)));
   },
   agent_message(event) { this.chunk(event, "agent", renderMarkdown); },
   thought(event) { this.chunk(event, "thought", (text) => text); },

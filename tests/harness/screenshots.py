@@ -2,7 +2,7 @@
 
 A throwaway daemon and the reference agent produce a real transcript (a finished turn with a
 thought, a plan, a tool call and Markdown; then a turn waiting for a permission, with a prompt queued
-behind it), and headless Chromium takes the list view and the session view.
+behind it), and headless Chromium takes the list view, the session view and the continue dialog.
 """
 
 import sys
@@ -65,6 +65,12 @@ def main(target):
                 expect(page.get_by_role("group", name="Permission options")).to_be_visible()
                 expect(page.locator("#queue li")).to_contain_text("then run the test suite")
                 page.screenshot(path=str(Path(target) / "web-session.png"))
+                page.get_by_role("button", name="Continue…").click()
+                dialog = page.get_by_role("dialog")
+                expect(dialog).to_contain_text("A running turn is left out")
+                dialog.get_by_label("Agent").fill("claude-code")
+                dialog.get_by_label("Message").fill("Carry on with step 1; run the tests first.")
+                page.screenshot(path=str(Path(target) / "web-continue.png"))
                 chromium.close()
         finally:
             daemon.stop()

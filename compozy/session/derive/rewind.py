@@ -100,6 +100,7 @@ class Rewinder:
         self.receipts.add_rewind(session.id, key, print_, RewindState.PENDING.value, result)
         self.binder.retire(session)  # the agent's context holds what is cut: the next prompt starts a fresh one
         apply(session.log, session.record, result)
+        session.feed.forget()  # a viewer starting now reads only what stays active
         session.save(fences=session.record.fences, runtime=session.record.runtime)
         move(self.receipts, session.id, key, RewindState.PENDING, RewindState.COMPLETED)
         log.info("session %s rewound to before %s: %d events archived (%d-%d)", session.id,

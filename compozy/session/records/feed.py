@@ -41,6 +41,12 @@ class Feed:
             self._cond.notify_all()
             return self._last
 
+    def forget(self):
+        """Drop the ring (a rewind archived part of it): late viewers read the store, which holds only
+        what stays active."""
+        with self._cond:
+            self._ring.clear()
+
     def close(self):
         with self._cond:
             self._closed = True

@@ -58,7 +58,10 @@ def follow(log, feed, after, until=None, keepalive=KEEPALIVE_SECONDS):
         if records is None and log is None:  # an in-memory feed only: skip to now
             cursor, records = feed.last_sequence, []
         elif records is None:  # the ring no longer covers the gap: read it from the store
+            committed = feed.last_sequence  # everything up to here is in the store already
             records = log.read(after_sequence=cursor, limit=MAX_READ_LIMIT)
+            if not records:  # the gap holds only archived events (a rewind): step over it
+                cursor = max(cursor, committed)
         if not records:
             if feed.closed:
                 return
