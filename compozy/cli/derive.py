@@ -106,6 +106,18 @@ def _rewind_text(document):
     return "\n".join(lines)
 
 
+def new_session_options(command):
+    """What continue and fork share: the new session's name, the key, the workspace, fences, output."""
+    for option in reversed([
+            click.option("--name", help="a name for the new session"),
+            click.option("--idempotency-key", help="repeat an earlier request exactly (default: a new key)"),
+            click.option("--workspace", help="the session's workspace (name or ID), to rerun a key after the "
+                         "session is gone"),
+            fence_options, output_option()]):
+        command = option(command)
+    return command
+
+
 @session.command("continue")
 @click.argument("session_id")
 @click.option("--agent", "agent_name", required=True, help="the agent that takes over")
@@ -113,11 +125,7 @@ def _rewind_text(document):
 @click.option("--route", type=click.IntRange(1), help="1-based route of the agent's fallback_chain (an account); "
               "not with runtime flags")
 @runtime_options
-@click.option("--name", help="a name for the new session")
-@click.option("--idempotency-key", help="repeat an earlier continue exactly (default: a new key)")
-@click.option("--workspace", help="the session's workspace (name or ID), to rerun a key after the session is gone")
-@fence_options
-@output_option()
+@new_session_options
 @click.pass_obj
 def continue_(obj, session_id, agent_name, message, route, name, idempotency_key, workspace, output, **rest):
     """Continue a session with another agent in a new session; the source is not changed.
@@ -137,11 +145,7 @@ def continue_(obj, session_id, agent_name, message, route, name, idempotency_key
 @session.command("fork")
 @click.argument("session_id")
 @click.option("--message-id", help="fork through this user message and its turn (default: the whole conversation)")
-@click.option("--name", help="a name for the new session")
-@click.option("--idempotency-key", help="repeat an earlier fork exactly (default: a new key)")
-@click.option("--workspace", help="the session's workspace (name or ID), to rerun a key after the session is gone")
-@fence_options
-@output_option()
+@new_session_options
 @click.pass_obj
 def fork(obj, session_id, message_id, name, idempotency_key, workspace, output, **fences):
     """Fork a session to try another direction with the same agent and runtime; the source is not changed.

@@ -35,6 +35,12 @@ TRIGGERS = (
 )
 
 COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
+TRANSCRIPT_SQL = ("SELECT sequence, id, turn_id, type, timestamp, "
+                  "CASE type WHEN 'agent_message' THEN COALESCE(json_extract(content, '$.text'), '') END, "
+                  "CASE type WHEN 'agent_message' THEN NULL ELSE content END "
+                  # a scan in sequence order: the type index would cost a sort of most of the table
+                  "FROM events NOT INDEXED WHERE archived = 0 AND type IN ('user_message', 'agent_message', "
+                  "'tool_result', 'done', 'error') AND sequence <= ? ORDER BY sequence")
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
           "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")
 
@@ -254,17 +260,15 @@ class EventLog:
             return db.execute_sql("UPDATE events SET archived = 1 WHERE archived = 0 AND sequence BETWEEN ? AND ?",
                                   (first, last)).rowcount
 
-    def active_of_types(self, types, through_sequence=None):
-        """Every unarchived record of these types up to through_sequence, in one read (one snapshot)."""
-        marks = ", ".join("?" * len(types))
-        sql = f"SELECT {COLUMNS} FROM events WHERE archived = 0 AND type IN ({marks})"
-        params = list(types)
-        if through_sequence is not None:
-            sql += " AND sequence <= ?"
-            params.append(through_sequence)
+    def transcript_records(self, through_sequence):
+        """The unarchived records a transcript folds from (user and agent messages, tool results, turn
+        ends), up to through_sequence, in one read. SQLite extracts what an agent chunk contributes
+        (its text), so the thousands of chunks of a long session are never decoded in Python; the
+        other records come whole."""
         with self._read() as db:
-            rows = db.execute_sql(sql + " ORDER BY sequence", params).fetchall()
-        return [self._record(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7]) for r in rows]
+            rows = db.execute_sql(TRANSCRIPT_SQL, (through_sequence,)).fetchall()
+        return [{"id": r[1], "sequence": r[0], "turn_id": r[2], "type": r[3], "timestamp": r[4],
+                 "content": {"text": r[5]} if r[6] is None else json.loads(r[6])} for r in rows]
 
     def user_message(self, message_id):
         """The user_message record carrying this message_id (archived or not), or None."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from compozy.errors import invalid
 from compozy.ids import validate_client_token
-from compozy.session.records.transcript import CARRIED_TYPES, carry, fences_of, limits_of
+from compozy.session.records.transcript import carry, fences_of, limits_of
 from compozy.states import SessionState
 
 PREVIEW_FILTERS = ("message_id",)
@@ -30,7 +30,7 @@ def snapshot(session, services, message_id=None):
     with session.lock:
         max_sequence = session.log.max_active_sequence()
         fences = fences_of(session.record, max_sequence)
-        events = session.log.active_of_types(CARRIED_TYPES, max_sequence)
+        events = session.log.transcript_records(max_sequence)
         turn_running = session.turn is not None
         native = message_id is None and native_fork_possible(session, services.catalog)
     found = carry(events, limits_of(services.config), session.carried(), message_id, turn_running)

@@ -13,7 +13,6 @@ from compozy.validate import FENCE_NAMES
 from compozy.session.records.replay import CarriedContext, bound, fold_history
 
 TERMINAL = ("done", "error")
-CARRIED_TYPES = ("user_message", "agent_message", "tool_result", *TERMINAL)
 RUNNING_NOTE = ("[A later turn was still running when this context was taken and is not included; "
                 "its tools may have partially executed.]")
 
@@ -76,7 +75,7 @@ class Carry:
 
 
 def carry(events, limits, prior=None, message_id=None, turn_running=False):
-    """The Carry of a source's active events (CARRIED_TYPES, ascending).
+    """The Carry of a source's active transcript records (EventLog.transcript_records, ascending).
 
     prior: the CarriedContext the source itself carries; turn_running: the source has a turn in
     flight that may have recorded nothing yet. A message that is no durable user message of the
@@ -88,15 +87,18 @@ def carry(events, limits, prior=None, message_id=None, turn_running=False):
     if message_id is not None:
         cut = _cut(events, terminals, message_id)
         through = terminals[cut.turn_id] if cut.settled else _before_turn(events, cut.turn_id)
-    carried = [e for e in events if e["sequence"] <= through]
+    split = next((i for i, e in enumerate(events) if e["sequence"] > through), len(events))
+    carried = events[:split]
     messages = fold_history(carried, include_tools=True)
+    # A cut ends a turn, so no folded message spans it: the rest counts on its own (one pass in all).
+    source_messages = len(messages) + len(fold_history(events[split:], include_tools=True))
     if cut is None and unsettled:
         messages.append({"role": "system", "text": RUNNING_NOTE})
     prefix = prior.prefix() if prior else []
     bounded = bound(prefix + messages, *limits, prior.omitted_count if prior else 0,
                     prior.truncated if prior else False)
     through_turn = next((e["turn_id"] for e in reversed(carried) if e["type"] in TERMINAL), None)
-    return Carry(bounded, through_turn, unsettled, len(fold_history(events, include_tools=True)), cut)
+    return Carry(bounded, through_turn, unsettled, source_messages, cut)
 
 
 def _cut(events, terminals, message_id):
