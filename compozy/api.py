@@ -94,7 +94,7 @@ BINDING = ("agent_not_found", "model_unavailable", "provider_auth_failure", "pro
            "runtime_option_unsupported")
 IDENTITY = ("idempotency_conflict",)
 ENTRY_ERRORS = ("queue_entry_not_found", "queue_entry_not_queued")
-DERIVABLE = ("session_not_derivable", "session_archived", "session_fence_conflict", "message_not_found")
+DERIVABLE = ("session_not_derivable", "session_archived", "session_fence_conflict")
 
 
 def _flags(*fields):
@@ -240,8 +240,8 @@ OPERATIONS = (
                         "(default: yourself)", target="caller")),
     Operation("POST", S + "/rewind", "session.rewind", "rewind",
               "Archive a user message and every later event; its text comes back as draft_text (same session)",
-              (Success(200, "RewindAnswer"),), (*SESSION, *DERIVABLE, *IDENTITY, "session_stop_in_progress",
-                                                "session_turn_in_progress"),
+              (Success(200, "RewindAnswer"),), (*SESSION, *DERIVABLE, *IDENTITY, "message_not_found",
+                                                "session_stop_in_progress", "session_turn_in_progress"),
               body=v.REWIND_FIELDS,
               cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", *v.FENCE_NAMES))),
     Operation("POST", S + "/continue", "session.continue", "continue_session",
@@ -252,7 +252,8 @@ OPERATIONS = (
                                                      *v.FENCE_NAMES)))),
     Operation("POST", S + "/fork", "session.fork", "fork_session",
               "Fork into a new session of the same agent and runtime, whole or through a user message and its turn",
-              DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "session_turn_in_progress"),
+              DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "message_not_found",
+                               "session_turn_in_progress"),
               body=v.FORK_FIELDS,
               cli=_session_cli("session fork", flags=_flags("message_id", "name", "idempotency_key", "workspace",
                                                             *v.FENCE_NAMES))),

@@ -92,6 +92,36 @@ def test_a_derivation_whose_session_cannot_be_written_is_withdrawn(home, workspa
         manager.shutdown()
 
 
+def test_a_first_prompt_staged_when_the_daemon_stopped_is_admitted_once_by_a_repeat(home, workspace, monkeypatch):
+    """The daemon stops after the new session exists and before its message is admitted: it keeps
+    first_prompt staged across the restart, and repeating the request sends the message once."""
+    manager = _manager(home)
+    body = {"agent_name": "general", "idempotency_key": "c1", "message": "[recall] carry on"}
+    try:
+        source = _source(manager, workspace)
+
+        def killed(session, prompt):
+            raise KeyboardInterrupt  # the daemon went down between the two steps
+        monkeypatch.setattr(manager.deriver.engine, "prompt", killed)
+        with pytest.raises(KeyboardInterrupt):
+            manager.continue_session(source["id"], source["workspace_id"], body)
+    finally:
+        manager.shutdown()
+    manager = _manager(home)
+    try:
+        [child] = manager.list_sessions({"parent": source["id"]})["sessions"]
+        assert child["derivation"]["first_prompt"] == "staged" and manager.history(child["id"], None)["messages"] == []
+        for _ in range(2):
+            answer = manager.continue_session(source["id"], source["workspace_id"], body)
+            assert answer.kind == "replayed" and answer["session"]["id"] == child["id"]
+            assert answer["derivation"]["first_prompt"] == "admitted"
+        wait_for(lambda: manager.events(child["id"], None, {"type": "done"})["events"])
+        messages = manager.history(child["id"], None)["messages"]
+        assert [m["text"] for m in messages] == ["[recall] carry on", "[context replayed: 2 messages] history: first"]
+    finally:
+        manager.shutdown()
+
+
 @pytest.mark.parametrize("written", [True, False], ids=["session-written", "session-not-written"])
 def test_boot_settles_a_derivation_an_unclean_exit_caught_mid_creation(home, workspace, written):
     """boot:derivation:creating->created and ->withdrawn: the row is written before the session."""

@@ -3,7 +3,7 @@
 import json
 
 from compozy.config import from_document
-from compozy.session.records.replay import bound, compose, fold_history, replay_prompt
+from compozy.session.records.replay import CarriedContext, bound, compose, fold_history, replay_prompt
 
 
 def _event(sequence, kind, text, turn, **extra):
@@ -69,3 +69,35 @@ def test_the_rebuilt_prompt_has_the_seed_s_shape():
 def test_without_history_the_prompt_is_unchanged():
     config = from_document({})
     assert replay_prompt([], "hello", config, "sess_x", "test") == ("hello", None)
+
+
+def test_a_derived_session_s_first_prompt_has_the_seed_s_exact_frame():
+    carried = CarriedContext("continue", "sess_01J9R2K7M4T1", "codex", [{"role": "user", "text": "hi"}], 0, False)
+    text, summary = replay_prompt([], "Carry on with the migration; run the tests first.", from_document({}),
+                                  "sess_new", "first_prompt", carried)
+    assert text == (
+        "Context rebuilt from log.\n"
+        "This session continues sess_01J9R2K7M4T1 (agent: codex). Continue this session using the persisted "
+        "transcript below. It is historical context, not a new user request. Do not repeat completed tool calls "
+        "solely because they appear in the log. The files and git state in the workspace are authoritative; "
+        "inspect them before acting on the transcript. Attachments listed in the transcript were not copied to "
+        "this session.\n"
+        '<compozy_context_replay>\n[{"role": "user", "text": "hi"}]\n</compozy_context_replay>\n\n'
+        "User request:\n\nCarry on with the migration; run the tests first.")
+    assert summary["message_count"] == 1 and summary["omitted_count"] == 0
+
+
+def test_the_carried_context_comes_once_before_the_session_s_own_transcript_and_points_at_omissions():
+    carried = CarriedContext("fork", "sess_src", "general", [{"role": "user", "text": "old"}], 3, True)
+    own = [_event(1, "user_message", "new", "t1"), _event(2, "agent_message", "echo: new", "t1")]
+    text, summary = replay_prompt(own, "next", from_document({}), "sess_new", "provider_change", carried)
+    block = json.loads(text.split("<compozy_context_replay>\n")[1].split("\n</compozy_context_replay>")[0])
+    assert [e["text"] for e in block] == ["old", "[3 earlier messages omitted to fit the context budget]",
+                                          "new", "echo: new"]
+    assert "This session forks sess_src (agent: general)." in text
+    assert "compozy__session_history (session_id: sess_src)" in text and summary["omitted_count"] == 3
+
+
+def test_an_empty_carried_context_changes_nothing():
+    carried = CarriedContext("continue", "sess_src", "general", [], 0, False)
+    assert replay_prompt([], "hello", from_document({}), "sess_new", "first_prompt", carried) == ("hello", None)

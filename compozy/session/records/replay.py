@@ -169,9 +169,9 @@ def replay_prompt(events, request_text, config, session_id, reason, carried=None
 
     carried (a CarriedContext) goes in front of the session's own transcript, once."""
     messages = fold_history(events, include_tools=True)
-    if not messages and carried is None:
-        return request_text, None
     prefix = carried.prefix() if carried else []
+    if not messages and not prefix and not (carried and carried.omitted_count):
+        return request_text, None
     result = bound(prefix + messages, config["session.derive.max_replay_bytes"],
                    config["session.derive.max_message_bytes"], carried.omitted_count if carried else 0,
                    carried.truncated if carried else False)
