@@ -249,14 +249,20 @@ OPERATIONS = (
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT), body=v.CONTINUE_FIELDS,
               cli=_session_cli("session continue", flags=(
                   ("agent_name", "--agent"), *_flags("message", "route", "name", "idempotency_key", "workspace",
-                                                     *v.FENCE_NAMES)))),
+                                                     *v.FENCE_NAMES))),
+              tool=Tool("compozy__session_continue", "Continue a session of your workspace with another agent, in "
+                        "a new session that carries its conversation (the source is not changed)",
+                        ("agent_name", "message", "idempotency_key"))),
     Operation("POST", S + "/fork", "session.fork", "fork_session",
               "Fork into a new session of the same agent and runtime, whole or through a user message and its turn",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "message_not_found",
                                "session_turn_in_progress"),
               body=v.FORK_FIELDS,
               cli=_session_cli("session fork", flags=_flags("message_id", "name", "idempotency_key", "workspace",
-                                                            *v.FENCE_NAMES))),
+                                                            *v.FENCE_NAMES)),
+              tool=Tool("compozy__session_fork", "Fork a session of your workspace into a new session of the same "
+                        "agent, whole or through a user message and its turn", ("message_id", "idempotency_key",
+                                                                                  "name"))),
     Operation("GET", S + "/derive/preview", "session.derive.preview", "derive_preview",
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,

@@ -7,6 +7,7 @@ daemon's behaviour through these methods, which return the documents the API ans
 import json
 import logging
 import threading
+from functools import partial
 from contextlib import contextmanager
 
 from compozy import __version__, serialize
@@ -35,7 +36,7 @@ from compozy.session.turns.binding import Binder
 from compozy.session.turns.engine import TurnEngine
 from compozy.session.turns.identity import Identities
 from compozy.session.turns.permissions import AgentRequests
-from compozy.states import LIVE_STATES, DeriveAnswer, StopAnswer, StopCause
+from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
 from compozy.store.eventlog import EventLogPool
 
@@ -306,19 +307,12 @@ class SessionManager:
     def continue_session(self, session_id, workspace, body):
         """A new session carrying this one's conversation to another agent; the source is untouched."""
         request = continue_request(session_id, self.workspaces.resolve(workspace)["id"], body)
-        return self._derived(self.deriver.derive(request))
+        return self.deriver.derive(request).answer(partial(self._resource, precise=True))
 
     def fork_session(self, session_id, workspace, body):
         """A new session of the same agent and runtime carrying this conversation (or a prefix of it)."""
         request = fork_request(session_id, self.workspaces.resolve(workspace)["id"], body)
-        return self._derived(self.deriver.derive(request))
-
-    def _derived(self, outcome):
-        document = {"session": self._resource(outcome.record, precise=True) if outcome.record else None,
-                    "derivation": outcome.derivation, "replayed": outcome.replayed}
-        if outcome.child_deleted:
-            document["child_deleted"] = True
-        return serialize.Answer(DeriveAnswer.REPLAYED if outcome.replayed else DeriveAnswer.CREATED, document)
+        return self.deriver.derive(request).answer(partial(self._resource, precise=True))
 
     # -- reads ----------------------------------------------------------------------------------
 

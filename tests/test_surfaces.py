@@ -20,7 +20,7 @@ RESHAPED_FLAGS = {("session new", "--cwd"): "made absolute; the current director
 # interface.md, "Native tools for agents", for the operations that exist today.
 NATIVE_TOOLS = {"compozy__session_describe", "compozy__session_list", "compozy__session_create",
                 "compozy__session_prompt", "compozy__session_history", "compozy__session_stop",
-                "compozy__session_archive"}
+                "compozy__session_archive", "compozy__session_continue", "compozy__session_fork"}
 # An event stream's view reads headers (Last-Event-ID) as well and calls its façade method itself.
 FACADE_OPERATIONS = [op for op in OPERATIONS if op.facade and op.stream != "always"]
 CLI_OPERATIONS = [op for op in OPERATIONS if op.cli]

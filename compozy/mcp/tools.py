@@ -56,8 +56,8 @@ def _call(manager, caller, operation, arguments):
     legacy_stop = tool.name == "compozy__session_stop" and "wait" not in fields
     if legacy_stop:
         fields["wait"] = True  # the previous synchronous answer, with a deprecation note
-    if "idempotency_key" in fields:
-        fields["message_id"] = _message_id(caller, fields["idempotency_key"])
+    if "idempotency_key" in fields and "message_id" in (operation.body or {}) and "message_id" not in tool.fields:
+        fields["message_id"] = _message_id(caller, fields["idempotency_key"])  # a prompt's, never a fork's cut
     keywords = _keywords(operation, caller, target, fields)
     with manager.serving_tool_call(caller, f"{tool.name} {target or ''}".strip(), target or caller.workspace_id,
                                    changes=operation.method != "GET"):

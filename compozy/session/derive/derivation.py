@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
+from compozy.serialize import Answer
 from compozy.ids import new_id, validate_client_token
 from compozy.session.derive import native
 from compozy.session.derive.children import admitted, child_record
@@ -25,7 +26,7 @@ from compozy.session.records.snapshots import FIELDS as RUNTIME_FIELDS
 from compozy.session.records.snapshots import check_snapshot, layer
 from compozy.session.records.transcript import check_fences, expected_fences
 from compozy.session.turns.messages import check_message, fingerprint
-from compozy.states import DERIVATION, DerivationState, FirstPrompt
+from compozy.states import DERIVATION, DerivationState, DeriveAnswer, FirstPrompt
 
 log = logging.getLogger("compozy.derive")
 
@@ -55,6 +56,15 @@ class Outcome:
     derivation: dict
     replayed: bool
     child_deleted: bool = False
+
+    def answer(self, resource):
+        """The answer (created, or replayed with child_deleted when the session is gone since);
+        resource(record) is the session read."""
+        document = {"session": resource(self.record) if self.record else None, "derivation": self.derivation,
+                    "replayed": self.replayed}
+        if self.child_deleted:
+            document["child_deleted"] = True
+        return Answer(DeriveAnswer.REPLAYED if self.replayed else DeriveAnswer.CREATED, document)
 
 
 def continue_request(source_id, workspace_id, body):
