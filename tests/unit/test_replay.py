@@ -90,7 +90,7 @@ def test_a_derived_session_s_first_prompt_has_the_seed_s_exact_frame():
 def test_the_carried_context_comes_once_before_the_session_s_own_transcript_and_points_at_omissions():
     carried = CarriedContext("fork", "sess_src", "general", [{"role": "user", "text": "old"}], 3, True)
     own = [_event(1, "user_message", "new", "t1"), _event(2, "agent_message", "echo: new", "t1")]
-    text, summary = replay_prompt(own, "next", from_document({}), "sess_new", "provider_change", carried)
+    text, summary = replay_prompt(own, "next", from_document({}), "sess_new", "provider_change", carried, True)
     block = json.loads(text.split("<compozy_context_replay>\n")[1].split("\n</compozy_context_replay>")[0])
     assert [e["text"] for e in block] == ["old", "[3 earlier messages omitted to fit the context budget]",
                                           "new", "echo: new"]
@@ -101,3 +101,9 @@ def test_the_carried_context_comes_once_before_the_session_s_own_transcript_and_
 def test_an_empty_carried_context_changes_nothing():
     carried = CarriedContext("continue", "sess_src", "general", [], 0, False)
     assert replay_prompt([], "hello", from_document({}), "sess_new", "first_prompt", carried) == ("hello", None)
+
+
+def test_no_pointer_to_the_history_tool_when_the_agent_is_not_offered_it():
+    carried = CarriedContext("continue", "sess_src", "general", [{"role": "user", "text": "old"}], 3, True)
+    text, _ = replay_prompt([], "next", from_document({}), "sess_new", "first_prompt", carried)
+    assert "compozy__session_history" not in text and "[3 earlier messages omitted" in text

@@ -164,10 +164,12 @@ def compose(entries, request_text, lead, extra=""):
             f"</compozy_context_replay>\n\nUser request:\n\n{request_text}")
 
 
-def replay_prompt(events, request_text, config, session_id, reason, carried=None):
+def replay_prompt(events, request_text, config, session_id, reason, carried=None, history_tool=False):
     """The first prompt for a fresh agent context, or request_text when there is nothing to carry.
 
-    carried (a CarriedContext) goes in front of the session's own transcript, once."""
+    carried (a CarriedContext) goes in front of the session's own transcript, once; when messages
+    were omitted and the agent is offered compozy__session_history (history_tool), the header
+    points it at the source."""
     messages = fold_history(events, include_tools=True)
     prefix = carried.prefix() if carried else []
     if not messages and not prefix and not (carried and carried.omitted_count):
@@ -182,7 +184,8 @@ def replay_prompt(events, request_text, config, session_id, reason, carried=None
     if carried is None:
         return compose(result.entries, request_text, f"This session ({session_id}) resumes in a new agent context."), \
             summary
-    extra = ATTACHMENTS + (HISTORY_POINTER.format(carried.source_session_id) if result.omitted_count else "")
+    pointer = history_tool and result.omitted_count
+    extra = ATTACHMENTS + (HISTORY_POINTER.format(carried.source_session_id) if pointer else "")
     lead = LEADS[carried.kind].format(carried.source_session_id, carried.source_agent_name)
     return compose(result.entries, request_text, lead, extra), summary
 
