@@ -35,7 +35,8 @@ TRIGGERS = (
 )
 
 COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
-TRANSCRIPT_SQL = ("SELECT sequence, id, turn_id, type, timestamp, "
+TRANSCRIPT_SQL = ("SELECT sequence, CASE type WHEN 'agent_message' THEN NULL ELSE id END, turn_id, type, "
+                  "CASE type WHEN 'agent_message' THEN NULL ELSE timestamp END, "
                   "CASE type WHEN 'agent_message' THEN COALESCE(json_extract(content, '$.text'), '') END, "
                   "CASE type WHEN 'agent_message' THEN NULL ELSE content END "
                   # a scan in sequence order: the type index would cost a sort of most of the table
@@ -262,9 +263,9 @@ class EventLog:
 
     def transcript_records(self, through_sequence):
         """The unarchived records a transcript folds from (user and agent messages, tool results, turn
-        ends), up to through_sequence, in one read. SQLite extracts what an agent chunk contributes
-        (its text), so the thousands of chunks of a long session are never decoded in Python; the
-        other records come whole."""
+        ends), up to through_sequence, in one read. An agent chunk contributes only its text (SQLite
+        extracts it; no id, no timestamp), so the thousands of chunks of a long session are never
+        decoded in Python; the other records come whole."""
         with self._read() as db:
             rows = db.execute_sql(TRANSCRIPT_SQL, (through_sequence,)).fetchall()
         return [{"id": r[1], "sequence": r[0], "turn_id": r[2], "type": r[3], "timestamp": r[4],

@@ -7,6 +7,7 @@ replay (records/replay.py). Nothing here writes.
 """
 
 from dataclasses import dataclass
+from itertools import takewhile
 
 from compozy.errors import CompozyError, invalid
 from compozy.validate import FENCE_NAMES
@@ -82,12 +83,12 @@ def carry(events, limits, prior=None, message_id=None, turn_running=False):
     transcript is message_not_found."""
     terminals = {e["turn_id"]: e["sequence"] for e in events if e["type"] in TERMINAL}
     last_settled = max(terminals.values(), default=0)
-    unsettled = turn_running or any(e["type"] == "user_message" and e["sequence"] > last_settled for e in events)
+    unsettled = turn_running or any(e["type"] == "user_message" for e in _after(events, last_settled))
     cut, through = None, last_settled
     if message_id is not None:
         cut = _cut(events, terminals, message_id)
         through = terminals[cut.turn_id] if cut.settled else _before_turn(events, cut.turn_id)
-    split = next((i for i, e in enumerate(events) if e["sequence"] > through), len(events))
+    split = len(events) - sum(1 for _ in _after(events, through))
     carried = events[:split]
     messages = fold_history(carried, include_tools=True)
     # A cut ends a turn, so no folded message spans it: the rest counts on its own (one pass in all).
@@ -99,6 +100,11 @@ def carry(events, limits, prior=None, message_id=None, turn_running=False):
                     prior.truncated if prior else False)
     through_turn = next((e["turn_id"] for e in reversed(carried) if e["type"] in TERMINAL), None)
     return Carry(bounded, through_turn, unsettled, source_messages, cut)
+
+
+def _after(events, sequence):
+    """The records after sequence, newest first (a walk back from the end, which is where they are)."""
+    return takewhile(lambda e: e["sequence"] > sequence, reversed(events))
 
 
 def _cut(events, terminals, message_id):
