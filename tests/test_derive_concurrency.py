@@ -2,32 +2,10 @@
 other answer is the recorded outcome (`replayed`) or a stable conflict. Real daemon, real HTTP, one
 connection per client, released together by a barrier."""
 
-import threading
-
 from compozy.cli.client import Client
-from compozy.errors import CompozyError
-from tests.harness.api import events, run_turn, spath, wait_for
+from tests.harness.api import at_once, events, run_turn, spath, wait_for
 
 CLIENTS = 20
-
-
-def _at_once(daemon, method, path, bodies):
-    """Send one request per body, all released at the same moment; [(status, document or error code)]."""
-    barrier, answers = threading.Barrier(len(bodies)), [None] * len(bodies)
-
-    def send(index):
-        client = Client(daemon.http_url, timeout=60)
-        barrier.wait()
-        try:
-            answers[index] = client.call(method, path, bodies[index])
-        except CompozyError as error:
-            answers[index] = (error.http_status, error.code)
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(90)
-    return answers
 
 
 def _source(daemon, workspace, turns=2):
@@ -51,7 +29,7 @@ def _children(api, session):
 def test_twenty_identical_continues_create_one_session_and_send_its_message_once(daemon, workspace):
     api, session, fences = _source(daemon, workspace)
     body = {"agent_name": "general", "idempotency_key": "same", "message": "carry on", **_fenced(fences)}
-    answers = _at_once(daemon, "POST", spath(session, "continue"), [body] * CLIENTS)
+    answers = at_once(daemon.http_url, "POST", spath(session, "continue"), [body] * CLIENTS)
     statuses = sorted(status for status, _ in answers)
     assert statuses == [200] * (CLIENTS - 1) + [201], answers
     children = {document["session"]["id"] for _, document in answers}
@@ -66,7 +44,7 @@ def test_twenty_identical_continues_create_one_session_and_send_its_message_once
 def test_twenty_identical_forks_create_one_session(daemon, workspace):
     api, session, fences = _source(daemon, workspace)
     body = {"idempotency_key": "same", "message_id": "m0", **_fenced(fences)}
-    answers = _at_once(daemon, "POST", spath(session, "fork"), [body] * CLIENTS)
+    answers = at_once(daemon.http_url, "POST", spath(session, "fork"), [body] * CLIENTS)
     assert sorted(status for status, _ in answers) == [200] * (CLIENTS - 1) + [201], answers
     assert len({document["session"]["id"] for _, document in answers}) == 1
     assert len(_children(api, session)) == 1
@@ -75,7 +53,7 @@ def test_twenty_identical_forks_create_one_session(daemon, workspace):
 def test_twenty_identical_rewinds_cut_once_and_twenty_different_ones_cut_once(daemon, workspace):
     api, session, fences = _source(daemon, workspace, turns=3)
     body = {"message_id": "m2", "idempotency_key": "same", **_fenced(fences)}
-    answers = _at_once(daemon, "POST", spath(session, "rewind"), [body] * CLIENTS)
+    answers = at_once(daemon.http_url, "POST", spath(session, "rewind"), [body] * CLIENTS)
     assert all(status == 200 for status, _ in answers), answers
     replayed = sorted(document["rewind"]["replayed"] for _, document in answers)
     assert replayed == [False] + [True] * (CLIENTS - 1)
@@ -85,7 +63,7 @@ def test_twenty_identical_rewinds_cut_once_and_twenty_different_ones_cut_once(da
     # Different keys on the same fences: one cuts, every other is a stale fence.
     fences = read["fences"]
     bodies = [{"message_id": "m1", "idempotency_key": f"key{i}", **_fenced(fences)} for i in range(CLIENTS)]
-    answers = _at_once(daemon, "POST", spath(session, "rewind"), bodies)
+    answers = at_once(daemon.http_url, "POST", spath(session, "rewind"), bodies)
     outcomes = sorted(str(document if status >= 400 else status) for status, document in answers)
     assert outcomes == ["200"] + ["session_fence_conflict"] * (CLIENTS - 1), answers
     assert api.call("GET", spath(session))[1]["session"]["fences"]["epoch"] == 2

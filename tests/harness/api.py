@@ -1,8 +1,10 @@
 """Small helpers for tests that drive a real daemon through the HTTP client directly."""
 
+import threading
 import time
 
-from compozy.cli.client import path_of
+from compozy.cli.client import Client, path_of
+from compozy.errors import CompozyError
 
 TURN_TIMEOUT = 15.0
 
@@ -34,3 +36,24 @@ def run_turn(api, session, message):
     turn_id = document["prompt"]["turn_id"]
     wait_for(lambda: events(api, session, turn_id=turn_id, type="done,error"), what=f"end of turn {turn_id}")
     return events(api, session, turn_id=turn_id, type="agent_message,done")
+
+
+def at_once(url, method, path, bodies):
+    """One request per body, each on its own connection, all released by one barrier:
+    [(status, document)] for answers and [(status, error code)] for refusals, in body order."""
+    barrier, answers = threading.Barrier(len(bodies)), [None] * len(bodies)
+
+    def send(index):
+        client = Client(url, timeout=60)
+        barrier.wait()
+        try:
+            answers[index] = client.call(method, path, bodies[index])
+        except CompozyError as error:
+            answers[index] = (getattr(error, "http_status", None), error.code)
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    assert None not in answers, "a request never answered"
+    return answers
