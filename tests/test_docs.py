@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from compozy.config import SETTINGS
 from compozy.errors import ERRORS
 from compozy.cli.main import cli
-from tests.harness.commands import cli_commands
+from tests.harness.commands import cli_commands, cli_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {path: path.read_text(encoding="utf-8") for path in (ROOT / "compozy").rglob("*.py")
@@ -41,3 +41,12 @@ def test_every_cli_command_help_has_an_example(path):
     _, found, example = result.output.partition("Example:\n")
     assert found, f"compozy {path} --help has no Example: block"
     assert f"    compozy {path}" in example.split("\n\n")[0], f"the example of compozy {path} does not run it"
+
+
+@pytest.mark.parametrize("path", sorted(cli_groups()))
+def test_every_cli_group_help_has_an_example(path):
+    result = CliRunner().invoke(cli, [*path.split(), "--help"], prog_name="compozy")
+    assert result.exit_code == 0, result.output
+    _, found, example = result.output.partition("Example:\n")
+    assert found, f"compozy {path} --help has no Example: block"
+    assert f"compozy {path}".strip() in example.split("\n\n")[0], f"the example of compozy {path} does not use it"

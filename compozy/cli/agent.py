@@ -8,7 +8,12 @@ from compozy.cli.main import cli
 
 @cli.group(hidden=True)
 def agent():
-    """Built-in agents."""
+    """Built-in agents.
+
+    \b
+    Example:
+      compozy agent reference < requests.jsonl
+    """
 
 
 @agent.command("reference")

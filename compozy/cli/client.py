@@ -93,7 +93,8 @@ class Client:
             return connection.getresponse(), connection
         except (ConnectionRefusedError, FileNotFoundError, socket.timeout, OSError) as exc:
             connection.close()
-            raise CompozyError("daemon_unavailable", f"no compozy daemon answers at {self.url} ({exc})") from None
+            raise CompozyError("daemon_unavailable", f"no compozy daemon answers at {self.url} ({exc}); "
+                               f"start one with `compozy daemon start`") from None
 
 
 def path_of(*parts):

@@ -21,17 +21,33 @@ STOP_TIMEOUT = 120.0
 
 @cli.group()
 def daemon():
-    """Run, start, stop and inspect the compozy daemon."""
+    """Run, start, stop and inspect the compozy daemon.
+
+    \b
+    Example:
+      compozy daemon start && compozy daemon status
+    """
+
+
+def listen_options(command):
+    """The listening flags `run` takes; `start` takes the same and hands them to the `run` it spawns."""
+    options = [
+        click.option("--http", "http_addr", default="127.0.0.1:2123", show_default=True,
+                     help="loopback HOST:PORT to serve HTTP on; port 0 picks a free port"),
+        click.option("--socket", "socket_path", type=click.Path(dir_okay=False), help="Unix socket path "
+                     "(default: the home folder's daemon.sock)"),
+        click.option("--no-http", is_flag=True, help="serve the Unix socket only"),
+        click.option("--allow-remote", is_flag=True, help="allow a non-loopback --http address (needs a token)"),
+        click.option("--token", envvar="COMPOZY_TOKEN", help="bearer token required with --allow-remote "
+                     "(prefer the COMPOZY_TOKEN environment variable: argv is visible to other users)"),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 @daemon.command("run")
-@click.option("--http", "http_addr", default="127.0.0.1:2123", show_default=True,
-              help="loopback HOST:PORT to serve HTTP on; port 0 picks a free port")
-@click.option("--socket", "socket_path", type=click.Path(dir_okay=False), help="Unix socket path "
-              "(default: the home folder's daemon.sock)")
-@click.option("--no-http", is_flag=True, help="serve the Unix socket only")
-@click.option("--allow-remote", is_flag=True, help="allow a non-loopback --http address (needs --token)")
-@click.option("--token", envvar="COMPOZY_TOKEN", help="bearer token required with --allow-remote")
+@listen_options
 def run(http_addr, socket_path, no_http, allow_remote, token):
     """Run the daemon in the foreground until SIGTERM or SIGINT.
 
@@ -54,32 +70,59 @@ def run(http_addr, socket_path, no_http, allow_remote, token):
 
 
 @daemon.command("start")
-@click.option("--http", "http_addr", default="127.0.0.1:2123", show_default=True, help="loopback HOST:PORT")
+@listen_options
 @output_option()
-def start(http_addr, output):
-    """Start the daemon in the background and wait until it is ready.
+def start(output, http_addr, socket_path, no_http, allow_remote, token):
+    """Start the daemon in the background and wait until it is ready (takes the flags of `run`).
+
+    A daemon already running on this home is not an error: it is reported and left alone.
 
     \b
     Example:
       compozy daemon start --http 127.0.0.1:2123
+      compozy daemon start --no-http --socket /tmp/compozy.sock
     """
     from compozy.location import child_environment, self_command
     from compozy.paths import Home
-    from compozy.paths import read_daemon_file
     home = Home().ensure()
+    if allow_remote and not token:
+        raise click.UsageError("--allow-remote needs --token")
+    running = running_daemon(home)
+    if running:
+        emit({**running, "already_running": True}, output,
+             lambda i: f"compozy daemon already running (pid {i['pid']}) at {i.get('http') or i['socket']}")
+        return
+    argv = ["daemon", "run", "--http", http_addr, *(["--socket", socket_path] if socket_path else []),
+            *(["--no-http"] if no_http else []), *(["--allow-remote"] if allow_remote else [])]
+    # The token goes in the environment, never argv, where any local user could read it.
+    secret = {"COMPOZY_TOKEN": token} if token else {}
     log_path = home.logs_dir / "daemon.out"
     with open(log_path, "ab") as log:
-        child = subprocess.Popen(self_command("daemon", "run", "--http", http_addr), env=child_environment(),
-                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        offset = log.tell()
+        child = subprocess.Popen(self_command(*argv), env=child_environment(secret), stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=log, start_new_session=True)
+    _wait_ready(home, child, log_path, offset, output)
+
+
+def running_daemon(home):
+    """daemon.json of a daemon alive on this home, or None."""
+    from compozy.paths import read_daemon_file
+    info = read_daemon_file(home)
+    return info if info and _alive(info.get("pid", -1)) else None
+
+
+def _wait_ready(home, child, log_path, offset, output):
+    from compozy.paths import read_daemon_file
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         info = read_daemon_file(home)
         if info and info.get("pid") == child.pid:
-            emit(info, output, lambda i: f"compozy daemon listening on {i['http']} socket {i['socket']} (pid {i['pid']})")
+            emit(info, output, lambda i: f"compozy daemon listening on {i.get('http') or '-'} socket {i['socket']} "
+                                         f"(pid {i['pid']})")
             return
         if child.poll() is not None:
-            click.echo(f"compozy daemon: failed to start; see {log_path}", err=True)
-            click.echo(_tail(log_path), err=True)
+            click.echo(_written_since(log_path, offset).rstrip() or f"compozy daemon: failed to start; see {log_path}",
+                       err=True)
             sys.exit(1)
         time.sleep(0.05)
     click.echo(f"compozy daemon: not ready after {START_TIMEOUT:.0f}s; see {log_path}", err=True)
@@ -99,7 +142,7 @@ def stop(output):
     from compozy.paths import read_daemon_file
     info = read_daemon_file(Home())
     if not info or not _alive(info["pid"]):
-        raise CompozyError("daemon_unavailable", "no compozy daemon is running")
+        raise CompozyError("daemon_unavailable", "no compozy daemon is running (start one with `compozy daemon start`)")
     os.kill(info["pid"], signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
     while _alive(info["pid"]) and time.monotonic() < deadline:
@@ -152,10 +195,11 @@ def _zombie(pid):
         return False
 
 
-def _tail(path, lines=20):
+def _written_since(path, offset):
+    """What the failed daemon itself wrote (its own error line), not the log of earlier runs."""
     with open(path, "rb") as handle:
-        return b"".join(handle.readlines()[-lines:]).decode("utf-8", "replace")
-
+        handle.seek(offset)
+        return handle.read()[-4000:].decode("utf-8", "replace")
 
 
 @cli.command("status")

@@ -1,6 +1,6 @@
 """`compozy`: the command-line client of the daemon.
 
-Layer 6 (surface). Errors print `Error: <code>: <message>` on stderr and exit 1. The CLI never
+Layer 6 (surface). Errors print `Error: <code>: <message>` on stderr and exit 1 (usage errors 2). The CLI never
 imports the manager or the HTTP app; `daemon run` imports the daemon process lazily.
 """
 
@@ -11,6 +11,8 @@ import click
 from compozy import __version__
 from compozy.api import OPS
 from compozy.errors import CompozyError
+
+USAGE_EXIT = 2  # a missing argument or an unknown flag, as click and most CLIs exit
 
 
 class Context:
@@ -51,7 +53,13 @@ class Context:
 @click.version_option(__version__, prog_name="compozy")
 @click.pass_context
 def cli(ctx, url):
-    """compozy: durable sessions for coding agents."""
+    """compozy: durable sessions for coding agents.
+
+    \b
+    Example:
+      compozy daemon start
+      compozy session prompt "$(compozy session new -q)" "hello"
+    """
     ctx.obj = Context(url)
 
 
@@ -70,7 +78,7 @@ def main(argv=None):
         if exc.ctx is not None:
             click.echo(exc.ctx.get_usage(), err=True)
         click.echo(f"Error: invalid_request: {exc.format_message()}", err=True)
-        sys.exit(1)
+        sys.exit(USAGE_EXIT)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -14,7 +14,12 @@ from compozy.cli.main import cli
 
 @cli.group(hidden=True)
 def mcp():
-    """The native tool server for the agents the daemon binds."""
+    """The native tool server for the agents the daemon binds.
+
+    \b
+    Example:
+      compozy mcp relay
+    """
 
 
 @mcp.command("relay")

@@ -4,10 +4,41 @@ Layer 6 (surface).
 """
 
 import json
+import os
+import sys
 
 import click
 
 FORMATS = ("text", "json")
+
+
+def on_terminal(stream=None):
+    stream = stream or sys.stdout
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def colour(text, err=False, **styles):
+    """click.style only on a terminal and never with NO_COLOR set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR") or not on_terminal(sys.stderr if err else sys.stdout):
+        return text
+    return click.style(text, **styles)
+
+
+def quiet_option(what="IDs"):
+    return click.option("-q", "--quiet", is_flag=True, help=f"print {what} only, one a line")
+
+
+def table(rows, headers, empty):
+    """Aligned columns; the header line only on a terminal, so pipes get bare rows."""
+    rows = [[str(cell) for cell in row] for row in rows]
+    if not rows:
+        return empty
+    shown = ([headers] if on_terminal() else []) + rows
+    widths = [max(len(row[i]) for row in shown) for i in range(len(headers) - 1)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip() for row in shown]
+    if on_terminal():
+        lines[0] = colour(lines[0], bold=True)
+    return "\n".join(lines)
 
 
 def output_option(formats=FORMATS):
@@ -21,13 +52,23 @@ def emit(document, output, text=None):
     elif output == "jsonl":
         click.echo(json.dumps(document, separators=(",", ":")))
     else:
-        click.echo(text(document) if text else json.dumps(document, indent=2))
+        shown = text(document) if text else json.dumps(document, indent=2)
+        if shown:  # a quiet list with nothing in it prints nothing
+            click.echo(shown)
 
 
-def session_line(session):
-    name = session.get("name") or "-"
+SESSION_HEADERS = ("ID", "STATE", "AGENT", "RUNTIME", "NAME")
+
+
+def session_row(session):
     runtime = session.get("runtime") or {}
-    return f"{session['id']}  {session['state']:<8}  {session['agent_name']:<12}  {runtime.get('status', '-'):<12}  {name}"
+    return session["id"], session["state"], session["agent_name"], runtime.get("status", "-"), session.get("name") or "-"
+
+
+def session_table(sessions, quiet=False):
+    if quiet:
+        return "\n".join(s["id"] for s in sessions)
+    return table([session_row(s) for s in sessions], SESSION_HEADERS, "no sessions")
 
 
 def session_block(session):

@@ -10,7 +10,7 @@ import sys
 import click
 
 from compozy.cli.main import choice
-from compozy.cli.output import emit, output_option
+from compozy.cli.output import colour, emit, output_option, quiet_option, table
 from compozy.cli.session import session
 from compozy.errors import CompozyError
 from compozy.ids import new_id
@@ -54,25 +54,34 @@ def _pair(text):
 
 @session.command("prompt")
 @click.argument("session_id")
-@click.argument("message")
+@click.argument("message", required=False)
+@click.option("--file", "message_file", type=click.File("r", encoding="utf-8"),
+              help="read the message from this file ('-' for stdin) instead of MESSAGE")
 @runtime_options
 @click.option("--mode", type=choice("session.prompt", "mode"), help="what to do when a turn is running")
 @click.option("--expected-turn-id", help="fence: refuse if another turn is current (steer and interrupt)")
 @click.option("--message-id", help="retry an exact earlier request (with --idempotency-key)")
 @click.option("--idempotency-key", help="retry an exact earlier request (with --message-id)")
 @click.option("--detach", is_flag=True, help="print the admission and return without following the turn")
+@click.option("--cancel-on-interrupt", is_flag=True, help="Ctrl-C cancels the turn (by default it goes on)")
 @output_option(("text", "json", "jsonl"))
 @click.pass_obj
-def prompt(obj, session_id, message, mode, expected_turn_id, message_id, idempotency_key, detach, output, **runtime):
+def prompt(obj, session_id, message, message_file, mode, expected_turn_id, message_id, idempotency_key, detach,
+           cancel_on_interrupt, output, **runtime):
     """Send MESSAGE to a session and stream the answer until the turn ends.
+
+    MESSAGE '-' (or --file -) reads the message from stdin. Ctrl-C stops following and leaves
+    the turn running, unless --cancel-on-interrupt is given.
 
     \b
     Example:
       compozy session prompt sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY "summarize the README"
-      compozy session prompt sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY "also the tests" --mode queue --detach
+      compozy session prompt 01J9Z3K6 "also the tests" --mode queue --detach
+      git diff | compozy session prompt 01J9Z3K6 -
+      compozy session prompt 01J9Z3K6 --file task.md
     """
-    if (message_id is None) != (idempotency_key is None):
-        raise click.UsageError("--message-id and --idempotency-key go together")
+    _check_identity(message_id, idempotency_key)
+    message = read_message(message, message_file)
     # A retry of this exact command replays its admission: the CLI chooses the identity once.
     fields = dict(session_id=session_id, message=message, message_id=message_id or new_id("msg"),
                   idempotency_key=idempotency_key or new_id("idem"), mode=mode,
@@ -81,7 +90,35 @@ def prompt(obj, session_id, message, mode, expected_turn_id, message_id, idempot
         document = obj.call("session.prompt", **fields)
         emit(document, output, lambda d: _admission_line(d["prompt"]))
         return
-    sys.exit(follow_prompt(obj.stream("session.prompt", **fields), output))
+    try:
+        sys.exit(follow_prompt(obj.stream("session.prompt", **fields), output))
+    except KeyboardInterrupt:
+        sys.exit(interrupted(obj, session_id, cancel_on_interrupt))
+
+
+def read_message(message, message_file):
+    """MESSAGE, '-' for stdin, or --file: exactly one of them."""
+    if message_file is not None and message is not None:
+        raise click.UsageError("give MESSAGE or --file, not both")
+    if message_file is None and message is None:
+        raise click.UsageError("missing MESSAGE (or --file PATH, or '-' to read stdin)")
+    if message == "-":
+        message_file = click.get_text_stream("stdin")
+    return message_file.read().rstrip("\n") if message_file is not None else message
+
+
+def interrupted(obj, session_id, cancel):
+    """Ctrl-C while following a turn: say what happens to it (the daemon owns it, not this terminal)."""
+    click.echo("", err=True)
+    if not cancel:
+        click.echo(f"the turn goes on; cancel it with `compozy session cancel {session_id}`", err=True)
+        return 130
+    try:
+        answer = obj.call("session.cancel", session_id=session_id)
+        click.echo(f"cancelling turn {answer['cancel']['turn_id']}", err=True)
+    except CompozyError as exc:
+        click.echo(f"Error: {exc.code}: {exc.message}", err=True)
+    return 130
 
 
 def follow_prompt(frames, output):
@@ -126,7 +163,7 @@ def _print_event(record):
     if kind == "agent_message":
         click.echo(content.get("text", ""), nl=False)
     elif kind == "thought":
-        click.echo(click.style(content.get("text", ""), dim=True), nl=False, err=True)
+        click.echo(colour(content.get("text", ""), err=True, dim=True), nl=False, err=True)
     elif kind == "tool_call" and not content.get("update"):
         click.echo(f"\n[tool {content.get('title') or content.get('tool_call_id')}]", err=True)
     elif kind == "permission" and "decision" not in content:
@@ -173,23 +210,30 @@ def approve(obj, session_id, request_id, decision, output):
 
 @session.group("input")
 def input_group():
-    """The daemon-owned queue of prompts waiting for the current turn."""
+    """The daemon-owned queue of prompts waiting for the current turn.
+
+    \b
+    Example:
+      compozy session input list sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+    """
 
 
 @input_group.command("list")
 @click.argument("session_id")
+@quiet_option("entry IDs")
 @output_option()
 @click.pass_obj
-def input_list(obj, session_id, output):
-    """List queued entries in run order.
+def input_list(obj, session_id, quiet, output):
+    """List queued entries in run order (a header line on a terminal; -q for IDs only).
 
     \b
     Example:
       compozy session input list sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
     """
     document = obj.call("session.input.list", session_id=session_id)
-    emit(document, output, lambda d: "\n".join(f"{e['id']}  {e['mode']:<9} {e['message'][:60]}"
-                                               for e in d["entries"]) or "queue is empty")
+    emit(document, output, lambda d: "\n".join(e["id"] for e in d["entries"]) if quiet else
+         table([(e["id"], e["mode"], e["message"][:60]) for e in d["entries"]], ("ID", "MODE", "MESSAGE"),
+               "queue is empty"))
 
 
 @input_group.command("edit")
@@ -259,7 +303,12 @@ def _check_identity(message_id, idempotency_key):
 
 @session.group("runtime")
 def runtime_group():
-    """Select the runtime the next prompt uses."""
+    """Select the runtime the next prompt uses.
+
+    \b
+    Example:
+      compozy session runtime set sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --model echo-1
+    """
 
 
 @runtime_group.command("set")

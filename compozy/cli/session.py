@@ -11,12 +11,20 @@ import click
 
 from compozy.api import SECRET_ENV, SECRET_HEADER, SESSION_ENV, SESSION_HEADER
 from compozy.cli.main import choice, cli
-from compozy.cli.output import emit, fence_line, output_option, session_block, session_line
+from compozy.cli.output import emit, fence_line, output_option, quiet_option, session_block, session_table
 
 
 @cli.group()
 def session():
-    """Create, prompt, control and inspect durable sessions."""
+    """Create, prompt, control and inspect durable sessions.
+
+    A session ID may be shortened to any unique prefix of it, with or without `sess_`.
+
+    \b
+    Example:
+      compozy session prompt "$(compozy session new -q)" "hello"
+      compozy session list
+    """
 
 
 @session.command("new")
@@ -64,17 +72,19 @@ def agent_identity():
 @click.option("--archive", type=choice("session.list", "archive"), help="archived sessions (default exclude)")
 @click.option("--limit", type=click.IntRange(1, 1000), help="page size (default 100)")
 @click.option("--cursor", help="next_cursor of the previous page")
+@quiet_option("session IDs")
 @output_option()
 @click.pass_obj
-def list_(obj, output, **filters):
-    """List sessions, newest first.
+def list_(obj, output, quiet, **filters):
+    """List sessions, newest first (a header line on a terminal; -q for IDs only).
 
     \b
     Example:
       compozy session list --state active --limit 20
+      compozy session list -q | xargs -n1 compozy session stop
     """
     document = obj.call("session.list", **filters)
-    emit(document, output, lambda d: "\n".join(session_line(s) for s in d["sessions"]) or "no sessions")
+    emit(document, output, lambda d: session_table(d["sessions"], quiet))
 
 
 @session.command("get")

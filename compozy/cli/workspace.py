@@ -8,12 +8,17 @@ import os
 import click
 
 from compozy.cli.main import cli
-from compozy.cli.output import emit, output_option
+from compozy.cli.output import emit, output_option, quiet_option, table
 
 
 @cli.group()
 def workspace():
-    """Register and list workspaces."""
+    """Register and list workspaces.
+
+    \b
+    Example:
+      compozy workspace add app ~/src/app && compozy workspace list
+    """
 
 
 @workspace.command("add")
@@ -33,15 +38,21 @@ def add(obj, name, path, output):
 
 
 @workspace.command("list")
+@quiet_option("workspace names")
 @output_option()
 @click.pass_obj
-def list_(obj, output):
-    """List registered workspaces.
+def list_(obj, quiet, output):
+    """List registered workspaces (a header line on a terminal; -q for names only).
 
     \b
     Example:
       compozy workspace list -o json
     """
     document = obj.call("workspace.list")
-    emit(document, output, lambda d: "\n".join(f"{w['id']}  {w['name']:<20}  {w['path']}" for w in d["workspaces"])
-         or "no workspaces")
+    emit(document, output, lambda d: _workspace_table(d["workspaces"], quiet))
+
+
+def _workspace_table(workspaces, quiet):
+    if quiet:
+        return "\n".join(w["name"] for w in workspaces)
+    return table([(w["id"], w["name"], w["path"]) for w in workspaces], ("ID", "NAME", "PATH"), "no workspaces")

@@ -11,10 +11,18 @@ def cli_commands():
     return dict(_walk(cli, ""))
 
 
-def _walk(group, prefix):
+def cli_groups():
+    """The groups, the root ("") included."""
+    cli_commands()
+    return dict(_walk(cli, "", groups=True))
+
+
+def _walk(group, prefix, groups=False):
+    if groups:
+        yield prefix, group
     for name, command in group.commands.items():
         path = f"{prefix} {name}".strip()
         if isinstance(command, click.Group):
-            yield from _walk(command, path)
-        else:
+            yield from _walk(command, path, groups)
+        elif not groups:
             yield path, command

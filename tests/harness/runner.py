@@ -121,7 +121,7 @@ class Run:
             raise ScenarioError(f"{op}: message {outcome.message!r} lacks {expect['message_contains']!r}")
 
     def _expect_cli(self, op, expect, outcome):
-        wanted_exit = expect.get("cli_exit", 1 if expect.get("error") else 0)
+        wanted_exit = expect.get("cli_exit", _error_exit(outcome) if expect.get("error") else 0)
         if outcome.exit_code != wanted_exit:
             raise ScenarioError(f"{op}: CLI exited {outcome.exit_code}, expected {wanted_exit}\n"
                                 f"stdout: {outcome.stdout[-800:]}\nstderr: {outcome.stderr[-800:]}")
@@ -258,3 +258,8 @@ def kill_marked(marker):
             except ProcessLookupError:
                 pass
     return leaked
+
+
+def _error_exit(outcome):
+    """Usage errors (click refused the input before any request, printing the usage) exit 2, others 1."""
+    return 2 if outcome.stderr.startswith("Usage: ") else 1

@@ -1,0 +1,38 @@
+"""The real `compozy` command for tests: in a pipe (subprocess) or on a pseudo-terminal (pexpect)."""
+
+import subprocess
+import sys
+
+import pexpect
+
+from tests.harness.daemon import ENTRY, ROOT, test_environment
+
+CLI_TIMEOUT = 60
+
+
+def run_cli(home, *args, extra_env=None, input_text=None, timeout=CLI_TIMEOUT):
+    """`python3 compozy.py ARGS` with COMPOZY_HOME=home, stdout and stderr captured (not a terminal)."""
+    return subprocess.run([sys.executable, ENTRY, *args], cwd=ROOT, env=test_environment(home, extra_env),
+                          input=input_text, capture_output=True, text=True, timeout=timeout)
+
+
+def spawn_cli(home, *args, extra_env=None, timeout=CLI_TIMEOUT):
+    """`compozy ARGS` on a pseudo-terminal, as a person runs it; the caller expects and sends."""
+    return pexpect.spawn(sys.executable, [ENTRY, *args], cwd=str(ROOT), env=test_environment(home, extra_env),
+                         encoding="utf-8", timeout=timeout, dimensions=(40, 200))
+
+
+def on_terminal(home, *args, extra_env=None):
+    """(output, exit status) of `compozy ARGS` run to its end on a pseudo-terminal."""
+    child = spawn_cli(home, *args, extra_env=extra_env)
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.before.replace("\r\n", "\n"), child.exitstatus
+
+
+def cli_json(home, *args):
+    """The -o json document of a command that must succeed."""
+    import json
+    result = run_cli(home, *args, "-o", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)

@@ -1,0 +1,121 @@
+"""The CLI as people use it from a terminal: stdin and file messages, usage errors exit 2, errors that
+name their fix, `daemon start` idempotent with `run`'s flags, list headers only on a terminal, `-q`,
+and colour only on a terminal without NO_COLOR. Every test runs the real `compozy` against a real daemon
+(terminals through a pseudo-terminal)."""
+
+import json
+
+import pytest
+
+from tests.harness.cli import cli_json, on_terminal, run_cli
+from tests.test_daemon import free_port, terminate_pid
+
+
+def new_session(home, workspace):
+    created = run_cli(home, "session", "new", "--cwd", str(workspace), "-q")
+    assert created.returncode == 0, created.stderr
+    return created.stdout.strip()
+
+
+def user_messages(home, sid):
+    return [e["content"]["text"] for e in cli_json(home, "session", "events", sid, "--type", "user_message")["events"]]
+
+
+def test_message_from_stdin_and_from_a_file(daemon, workspace, tmp_path):
+    sid = new_session(daemon.home, workspace)
+    piped = run_cli(daemon.home, "session", "prompt", sid, "-", input_text="summarize\nthis diff\n")
+    assert piped.returncode == 0, piped.stderr
+    task = tmp_path / "task.md"
+    task.write_text("from a file\n", encoding="utf-8")
+    from_file = run_cli(daemon.home, "session", "prompt", sid, "--file", str(task))
+    assert from_file.returncode == 0, from_file.stderr
+    assert user_messages(daemon.home, sid) == ["summarize\nthis diff", "from a file"]
+    assert "echo: from a file" in from_file.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("session", "prompt"),                                   # a missing argument
+    ("session", "list", "--no-such-flag"),                   # an unknown flag
+    ("session", "list", "--state", "sleeping"),              # a value outside the choices
+    ("session", "prompt", "sess_x", "hi", "--file", "-"),    # MESSAGE and --file together
+    ("session", "prompt", "sess_x"),                         # no message at all
+], ids=["missing-argument", "unknown-flag", "bad-choice", "message-and-file", "no-message"])
+def test_usage_errors_exit_2_with_the_usage_and_one_error_line(home, args):
+    result = run_cli(home, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith("Usage: compozy ")
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: invalid_request: ")
+
+
+def test_daemon_unavailable_names_the_command_that_fixes_it(home):
+    result = run_cli(home, "session", "list")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: daemon_unavailable: ")
+    assert "`compozy daemon start`" in result.stderr
+
+
+def test_daemon_start_takes_runs_flags_and_reports_a_running_daemon(home, tmp_path):
+    socket_path = tmp_path / "elsewhere.sock"
+    pid = None
+    try:
+        started = run_cli(home, "daemon", "start", "--no-http", "--socket", str(socket_path))
+        assert started.returncode == 0, started.stdout + started.stderr
+        info = json.loads((home / "daemon.json").read_text())
+        pid = info["pid"]
+        assert info["socket"] == str(socket_path) and not info.get("http")
+        assert socket_path.exists()
+
+        again = run_cli(home, "daemon", "start", "--http", f"127.0.0.1:{free_port()}")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert again.stdout.strip() == f"compozy daemon already running (pid {pid}) at {socket_path}"
+        assert again.stderr == ""
+        assert json.loads((home / "daemon.json").read_text())["pid"] == pid  # left alone
+    finally:
+        if pid is not None:
+            terminate_pid(pid)
+
+
+def test_daemon_start_passes_the_token_outside_argv(home):
+    pid = None
+    try:
+        started = run_cli(home, "daemon", "start", "--http", "127.0.0.1:0", extra_env={"COMPOZY_TOKEN": "s3cret-tok"})
+        assert started.returncode == 0, started.stderr
+        pid = json.loads((home / "daemon.json").read_text())["pid"]
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            assert b"s3cret-tok" not in handle.read()
+    finally:
+        if pid is not None:
+            terminate_pid(pid)
+
+
+def test_daemon_start_failure_prints_the_daemons_own_error_only(home):
+    (home / "config.toml").write_text('[session.busy_input]\nqueue_cap = "ten"\n')
+    failed = run_cli(home, "daemon", "start", "--http", "127.0.0.1:0")
+    assert failed.returncode == 1
+    assert "session.busy_input.queue_cap" in failed.stderr
+    assert len(failed.stderr.strip().splitlines()) <= 3, failed.stderr
+
+
+def test_lists_have_a_header_on_a_terminal_and_bare_rows_in_a_pipe(daemon, workspace):
+    sid = new_session(daemon.home, workspace)
+    shown, status = on_terminal(daemon.home, "session", "list", extra_env={"NO_COLOR": "1"})
+    assert status == 0, shown
+    header, row = shown.strip().splitlines()
+    assert header.split() == ["ID", "STATE", "AGENT", "RUNTIME", "NAME"]
+    assert row.startswith(sid)
+    piped = run_cli(daemon.home, "session", "list")
+    assert piped.stdout.splitlines() == [row]
+    quiet = run_cli(daemon.home, "session", "list", "-q")
+    assert quiet.stdout == sid + "\n"
+    workspaces, _ = on_terminal(daemon.home, "workspace", "list", "-q")
+    assert workspaces.strip() == workspace.name
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(daemon, workspace):
+    new_session(daemon.home, workspace)
+    coloured, _ = on_terminal(daemon.home, "session", "list")
+    assert "\x1b[" in coloured
+    plain, _ = on_terminal(daemon.home, "session", "list", extra_env={"NO_COLOR": "1"})
+    assert "\x1b[" not in plain
+    assert "\x1b[" not in run_cli(daemon.home, "session", "list").stdout
