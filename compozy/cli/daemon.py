@@ -58,8 +58,7 @@ def run(http_addr, socket_path, no_http, allow_remote, token):
     from compozy.config import ConfigError
     from compozy.paths import Home
     from compozy.daemon.process import Daemon, DaemonError
-    if allow_remote and not token:
-        raise click.UsageError("--allow-remote needs --token")
+    _refuse_remote_without_token(allow_remote, token)
     try:
         code = Daemon(Home(), http_addr, socket_path, no_http, token if allow_remote else None).run(
             announce=lambda line, flush=True: click.echo(line))
@@ -85,8 +84,7 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token):
     from compozy.location import child_environment, self_command
     from compozy.paths import Home
     home = Home().ensure()
-    if allow_remote and not token:
-        raise click.UsageError("--allow-remote needs --token")
+    _refuse_remote_without_token(allow_remote, token)
     running = running_daemon(home)
     if running:
         emit({**running, "already_running": True}, output,
@@ -102,6 +100,13 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token):
         child = subprocess.Popen(self_command(*argv), env=child_environment(secret), stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=log, start_new_session=True)
     _wait_ready(home, child, log_path, offset, output)
+
+
+def _refuse_remote_without_token(allow_remote, token):
+    # A refusal of the daemon's exposure, like a non-loopback address without --allow-remote: exit 1.
+    if allow_remote and not token:
+        click.echo("compozy daemon: --allow-remote needs a token (COMPOZY_TOKEN or --token)", err=True)
+        sys.exit(1)
 
 
 def running_daemon(home):
