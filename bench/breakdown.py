@@ -102,7 +102,7 @@ class InProcessDaemon:
         self.manager = SessionManager(self.home, load_config(self.home.config_file)).start()
         sock = listen.bind_tcp("127.0.0.1", 0)
         port = sock.getsockname()[1]
-        self.servers = listen.serve(http_app.create_app(self.manager, port), [sock])
+        self.servers = listen.serve(http_app.create_app(self.manager, port), [sock], listen.resource.RLIM_INFINITY)
         threading.Thread(target=self.servers[0].run, daemon=True).start()
         self.client = Client(f"http://127.0.0.1:{port}")
 

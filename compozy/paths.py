@@ -79,8 +79,8 @@ def make_private_dir(path):
     return path
 
 
-def write_private_file(path, data):
-    """Atomic and owner-only: temp file, fsync, rename.
+def write_private_file(path, data, sync=True):
+    """Atomic and owner-only: temp file, fsync (unless the caller defers it), rename.
 
     The folder is not fsynced: like SQLite's synchronous=NORMAL, this survives any process
     crash, and only a power loss could lose the rename (the old file then remains, whole).
@@ -91,14 +91,15 @@ def write_private_file(path, data):
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
         os.write(fd, payload)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(temp, path)
 
 
-def write_private_json(path, document):
-    write_private_file(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+def write_private_json(path, document, sync=True):
+    write_private_file(path, json.dumps(document, indent=2, sort_keys=True) + "\n", sync)
 
 
 

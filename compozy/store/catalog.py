@@ -14,6 +14,7 @@ from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.store.db import Guarded, open_sqlite
 from compozy.store.derivations import Derived
+from compozy.store.rows import marks, select_rows, update_row
 
 SESSION_COLUMNS = ("workspace_id", "name", "type", "agent_name", "state", "archived",
                    "parent_session_id", "root_session_id", "spawn_depth", "lineage_kind")
@@ -304,12 +305,8 @@ class Catalog:
         """Rows changed (0 when the admission is gone or not in expected_state)."""
         if isinstance(fields.get("result"), dict):
             fields["result"] = json.dumps(fields["result"])
-        A = self.Admission
-        where = A.id == admission_id
-        if expected_state is not None:
-            where &= A.state == expected_state
-        with self.guard.write():
-            return A.update(updated_at=now_iso(), **fields).where(where).execute()
+        with self.guard.write() as db:
+            return update_row(db, "admissions", admission_id, fields, ("state", expected_state))
 
     def delete_admission(self, admission_id, expected_state=None):
         A = self.Admission
@@ -335,19 +332,20 @@ class Catalog:
             Q.create(position=last + 1, created_at=stamp, updated_at=stamp, **fields)
         return self.entry(fields["session_id"], fields["id"])
 
+    def _entries(self, where, params, order=""):
+        with self.guard.read() as db:
+            return select_rows(db, "input_queue", self.QueueEntry._meta.sorted_field_names, where, params, order,
+                               ("runtime",))
+
     def entry(self, session_id, entry_id):
-        Q = self.QueueEntry
-        with self.guard.read():
-            row = Q.get_or_none((Q.id == entry_id) & (Q.session_id == session_id))
-        return row and _row_dict(row, ("runtime",))
+        found = self._entries("id = ? AND session_id = ?", (entry_id, session_id))
+        return found[0] if found else None
 
     def entries(self, session_id, statuses=("queued",)):
         """In run order: replacements (priority 0) first, then FIFO by admission position."""
-        Q = self.QueueEntry
-        with self.guard.read():
-            rows = (Q.select().where((Q.session_id == session_id) & (Q.status.in_(list(statuses))))
-                    .order_by(Q.priority, Q.position))
-            return [_row_dict(r, ("runtime",)) for r in rows]
+        statuses = list(statuses)
+        return self._entries(f"session_id = ? AND status IN ({marks(statuses)})", (session_id, *statuses),
+                             "priority, position")
 
     def count_entries(self, session_id, statuses=("queued",)):
         Q = self.QueueEntry
@@ -356,14 +354,10 @@ class Catalog:
 
     def update_entry(self, entry_id, expected_status=None, **fields):
         """Rows changed (0 when the entry is gone or not in expected_status)."""
-        Q = self.QueueEntry
         if "runtime" in fields:
             fields["runtime"] = json.dumps(fields["runtime"] or {})
-        where = Q.id == entry_id
-        if expected_status is not None:
-            where &= Q.status == expected_status
-        with self.guard.write():
-            return Q.update(updated_at=now_iso(), **fields).where(where).execute()
+        with self.guard.write() as db:
+            return update_row(db, "input_queue", entry_id, fields, ("status", expected_status))
 
     def sessions_with_entries(self, statuses):
         Q = self.QueueEntry

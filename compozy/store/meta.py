@@ -7,6 +7,7 @@ import copy
 import json
 
 from compozy.paths import write_private_json
+from compozy.store.flusher import FLUSHER
 
 SCHEMA = "compozy.session_meta.v1"
 
@@ -30,8 +31,10 @@ def read_meta(path):
 
 
 def write_meta(path, document):
+    """Atomic at once (temp file, rename); the fsync of the file and its folder follows in a batch."""
     stored = dict(document, schema=SCHEMA)
-    write_private_json(path, stored)
+    write_private_json(path, stored, sync=False)
+    FLUSHER.defer(path)
 
 
 def upgrade(document):
