@@ -63,3 +63,21 @@ def test_a_workspace_registered_over_the_home_cannot_hold_new_sessions(home, tmp
         assert refused.value.code == "invalid_request"
     finally:
         daemon.stop()
+
+
+def test_a_prompt_of_a_million_bytes_of_non_ascii_text_completes(daemon, workspace):
+    """Issue 14, finding 10: escaped as \\u00e9 it was 3 MB on the wire, the agent dropped the line and
+    the turn hung; sent as UTF-8 it fits, and a message over the cap once encoded is refused."""
+    api = Client(daemon.http_url, timeout=60)
+    session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
+    try:
+        message = "é" * 500_000
+        turn_id = api.call("POST", spath(session, "prompt"), {"message": message})[1]["prompt"]["turn_id"]
+        done = wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn", timeout=60)
+        assert done[0]["content"]["stop_reason"] == "end_turn"
+        for refused in ("\x01" * 200_000, "a\ud800b"):
+            with pytest.raises(Exception) as error:
+                api.call("POST", spath(session, "prompt"), {"message": refused})
+            assert error.value.code == "invalid_request"
+    finally:
+        api.call("POST", spath(session, "stop"), {"wait": True})

@@ -137,10 +137,13 @@ class AgentClient:
             self.listener.output(self, events)
 
     def on_request(self, request):
-        requests.handle(self, self.listener, request)
+        if request.method in requests.FILE_METHODS:
+            self.process.run_aside(lambda: requests.handle(self, self.listener, request))
+        else:
+            requests.handle(self, self.listener, request)
 
     def on_notification(self, notification):
-        log.info("%s: ignored agent notification %s", self.label, notification.method[:80])
+        log.info("%s: ignored agent notification %r", self.label, notification.method[:80])
 
     def on_issue(self, issue):
         log.warning("%s: agent output skipped (%s): %s", self.label, issue.kind, issue.excerpt)
@@ -194,7 +197,7 @@ def open_session(client, cwd, load_id=None, tools=None):
             take_options(client, result)
             return True
         except (AcpError, TimeoutError) as exc:
-            log.warning("%s of %s failed (%s); starting a fresh ACP session", SESSION_LOAD, load_id, exc)
+            log.warning("%s of %r failed (%r); starting a fresh ACP session", SESSION_LOAD, load_id, exc)
             if isinstance(exc, AcpError) and exc.code == protocol.AUTH_REQUIRED:
                 raise auth_refused(client) from None
         except AgentExited as exc:

@@ -106,6 +106,7 @@ class AgentProcess:
         self._stderr = deque()
         self._stderr_size = 0
         self._stderr_lock = threading.Lock()
+        self._aside = None  # the queue of the worker that runs slow requests off the reader (run_aside)
         self.exited = threading.Event()
         self.stdout_closed = threading.Event()
         self.exit_code = self.exit_signal = None
@@ -165,12 +166,18 @@ class AgentProcess:
     def request(self, method, params, wake=None):
         call_id = next(self._ids)
         pending = PendingCall(method, wake)
+        line = protocol.encode(protocol.make_request(call_id, method, params))
+        if len(line) > protocol.MAX_LINE_BYTES:  # the agent would drop it and never answer
+            pending.resolve(error=AcpError(protocol.INVALID_PARAMS,
+                                           f"{method} is {len(line)} bytes encoded; the limit is "
+                                           f"{protocol.MAX_LINE_BYTES}"))
+            return pending
         with self._pending_lock:
             if self.stdout_closed.is_set():
                 pending.resolve(error=AgentExited(f"{self.label} is gone"))
                 return pending
             self._pending[call_id] = pending
-        self._send(protocol.make_request(call_id, method, params))
+        self._outbox.put(line)
         return pending
 
     def call(self, method, params, timeout):
@@ -180,7 +187,11 @@ class AgentProcess:
         self._send(protocol.make_notification(method, params))
 
     def respond(self, request_id, result):
-        self._send(protocol.make_result(request_id, result))
+        line = protocol.encode(protocol.make_result(request_id, result))
+        if len(line) > protocol.MAX_LINE_BYTES:  # the agent would drop it and wait for ever
+            return self.respond_error(request_id, protocol.INTERNAL_ERROR,
+                                      f"the answer is {len(line)} bytes encoded; the limit is {protocol.MAX_LINE_BYTES}")
+        self._outbox.put(line)
 
     def respond_error(self, request_id, code, message, data=None):
         self._send(protocol.make_error(request_id, code, message, data))
@@ -236,6 +247,8 @@ class AgentProcess:
 
     def _dispatch(self, message):
         if isinstance(message, ProtocolIssue):
+            if message.request_id is not protocol.NO_ID:  # a request the agent waits on: answer it
+                self.respond_error(message.request_id, protocol.INVALID_REQUEST, f"invalid request ({message.kind})")
             self._safely(self.handler.on_issue, message)
         elif isinstance(message, Response):
             self._resolve(message)
@@ -257,6 +270,20 @@ class AgentProcess:
         else:
             pending.resolve(result=response.result)
 
+    def run_aside(self, work):
+        """Run work() on this agent's request worker, in order, never on the output reader: a slow
+        file request must not stop the agent's output (and with it cancel) from being read."""
+        with self._pending_lock:
+            if self._aside is None:
+                self._aside = queue.SimpleQueue()
+                threading.Thread(target=self._work_aside, args=(self._aside,), name=f"{self.label}-requests",
+                                 daemon=True).start()
+            self._aside.put(work)
+
+    def _work_aside(self, works):
+        while (work := works.get()) is not None:
+            self._safely(lambda w: w(), work)
+
     def _safely(self, callback, argument):
         """A handler bug must not kill the reader: the agent's output keeps flowing."""
         try:
@@ -273,6 +300,9 @@ class AgentProcess:
         for call in pending:
             call.resolve(error=AgentExited(f"{self.label} exited before answering {call.method}"))
         self._outbox.put(None)  # lets the stdin writer close its pipe and finish
+        with self._pending_lock:
+            if self._aside is not None:
+                self._aside.put(None)  # the request worker finishes what is queued, then ends
         self._safely(self.handler.on_exit, self)
 
     def _drain_stderr(self):

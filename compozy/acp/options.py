@@ -136,7 +136,7 @@ def _rollback(client, applied):
         try:
             client.process.call(SET_CONFIG_OPTION, _option_params(client, option_id, previous), SET_TIMEOUT)
         except (AcpError, AgentExited, TimeoutError):
-            log.warning("rollback of %s failed; the runtime will be replaced at the next prompt", option_id)
+            log.warning("rollback of %r failed; the runtime will be replaced at the next prompt", option_id)
             client.effective = {"provider": client.provider.name, "stale": True}
 
 

@@ -6,13 +6,16 @@ Framing, message classification and blocking line I/O. Stdlib only.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 PROTOCOL_VERSION = 1
-MAX_LINE_BYTES = 1024 * 1024
+# One line holds a prompt at its 1 MiB cap (measured encoded) with any carried context, or an
+# 8 MiB file read; both sides of the pipe use the same limit.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -30,9 +33,20 @@ _WHITESPACE = b" \t\r\n"
 
 
 def encode(message: dict) -> bytes:
-    """Serialize one message as a single ASCII line ending in a newline."""
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=True)
-    return text.encode("ascii") + b"\n"
+    """Serialize one message as a single UTF-8 line ending in a newline.
+
+    Non-ASCII text is sent as itself (an escaped CJK character is 6 bytes, not 3), so a capped
+    prompt stays within the line limit; a lone surrogate, which UTF-8 cannot carry, is escaped.
+    """
+    try:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def encoded_size(text: str) -> int:
+    """The bytes `text` takes as a JSON string on the wire (quotes excluded)."""
+    return len(encode(text)) - 3
 
 
 def make_request(request_id, method: str, params: dict) -> dict:
@@ -74,10 +88,17 @@ class Response:
     error: dict | None = None
 
 
+NO_ID = object()  # a ProtocolIssue that is no request of the agent's: nothing to answer
+
+
 @dataclass(frozen=True)
 class ProtocolIssue:
+    """A line that is no valid message. request_id: the id of a request it evidently was (answered
+    with an error so the agent never waits for ever), else NO_ID."""
+
     kind: str
     excerpt: str
+    request_id: object = NO_ID
 
 
 Message = Request | Notification | Response
@@ -116,8 +137,33 @@ def parse_line(line: bytes) -> Message | ProtocolIssue | None:
         return ProtocolIssue("not_object", excerpt(stripped))
     message = _classify(payload)
     if message is None:
-        return ProtocolIssue("invalid_message", excerpt(stripped))
+        return ProtocolIssue("invalid_message", excerpt(stripped), _request_id(payload))
     return message
+
+
+def _request_id(payload: dict):
+    """The id of something shaped like a request (a method and a valid id), else NO_ID."""
+    if "method" in payload and "result" not in payload and "error" not in payload \
+            and payload.get("id") is not None and _valid_id(payload["id"]):
+        return payload["id"]
+    return NO_ID
+
+
+_ID_FIELD = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")\s*[,}]')
+
+
+def recover_request_id(head: bytes, tail: bytes):
+    """The top-level id of a request line too long to parse, from its first and last bytes: the
+    first "id" field of the head (encoders put it before params), else the last of the tail."""
+    if b'"method"' not in head + tail:
+        return NO_ID
+    found = _ID_FIELD.search(head) or (list(_ID_FIELD.finditer(tail)) or [None])[-1]
+    if found is None:
+        return NO_ID
+    try:
+        return json.loads(found.group(1))
+    except ValueError:
+        return NO_ID
 
 
 def _classify(payload: dict) -> Message | None:
@@ -165,10 +211,13 @@ def _valid_id(value) -> bool:
 class LineSplitter:
     """Turns a byte stream into complete lines; never holds more than MAX_LINE_BYTES of one line."""
 
+    KEPT = 4096  # bytes kept of each end of a discarded line, to find its request id
+
     def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
         self.max_line_bytes = max_line_bytes
         self._pending = bytearray()
         self._discarding = False
+        self._head, self._tail, self._overflow = b"", b"", ""
 
     def feed(self, data: bytes) -> list[bytes | ProtocolIssue]:
         """Complete lines (without the newline) and issues, in stream order."""
@@ -185,26 +234,40 @@ class LineSplitter:
 
     def finish(self) -> list[ProtocolIssue]:
         """At EOF: report a pending partial line instead of returning it."""
-        pending, discarding = bytes(self._pending), self._discarding
+        if self._discarding:
+            out: list = []
+            self._end_overflow(out)
+            return out
+        pending = bytes(self._pending)
         self._pending.clear()
-        self._discarding = False
-        if discarding or not pending.strip(_WHITESPACE):
+        if not pending.strip(_WHITESPACE):
             return []
         return [ProtocolIssue("truncated_line", excerpt(pending))]
 
     def _add(self, piece: bytes, out: list, line_ends: bool) -> None:
         if self._discarding:
-            self._discarding = not line_ends
+            self._tail = (self._tail + piece)[-self.KEPT:]
+            if line_ends:
+                self._end_overflow(out)
             return
         if len(self._pending) + len(piece) > self.max_line_bytes:
-            out.append(ProtocolIssue("line_too_long", self._overflow_excerpt(piece)))
+            self._overflow = self._overflow_excerpt(piece)
+            self._head = (bytes(self._pending[:self.KEPT]) + piece[:self.KEPT])[:self.KEPT]
+            self._tail = (bytes(self._pending[-self.KEPT:]) + piece)[-self.KEPT:]
             self._pending.clear()
-            self._discarding = not line_ends
+            self._discarding = True
+            if line_ends:
+                self._end_overflow(out)
             return
         self._pending += piece
         if line_ends:
             out.append(bytes(self._pending))
             self._pending.clear()
+
+    def _end_overflow(self, out: list) -> None:
+        out.append(ProtocolIssue("line_too_long", self._overflow, recover_request_id(self._head, self._tail)))
+        self._discarding = False
+        self._head, self._tail, self._overflow = b"", b"", ""
 
     def _overflow_excerpt(self, piece: bytes) -> str:
         head = (bytes(self._pending[:EXCERPT_LIMIT]) + piece[:EXCERPT_LIMIT])[:EXCERPT_LIMIT]

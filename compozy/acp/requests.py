@@ -18,6 +18,7 @@ log = logging.getLogger("compozy.acp.requests")
 REQUEST_PERMISSION = "session/request_permission"
 READ_TEXT_FILE = "fs/read_text_file"
 WRITE_TEXT_FILE = "fs/write_text_file"
+FILE_METHODS = (READ_TEXT_FILE, WRITE_TEXT_FILE)
 ACCESS_DENIED = -32001
 MAX_READ_BYTES = 8 * 1024 * 1024
 OPTION_KIND = {PermissionDecision.ALLOW_ONCE: ("allow_once", "allow_always"),
@@ -38,7 +39,16 @@ class PermissionAsk:
 
 
 def handle(client, listener, request):
-    """Answer (now or later, through a reply) one request the agent sent."""
+    """Answer (now or later, through a reply) one request the agent sent; whatever goes wrong, the
+    agent gets an answer rather than waiting for ever."""
+    try:
+        _handle(client, listener, request)
+    except Exception as exc:  # noqa: BLE001
+        log.exception("%s: %r failed", client.label, request.method[:80])
+        client.process.respond_error(request.id, protocol.INTERNAL_ERROR, f"{type(exc).__name__} while answering")
+
+
+def _handle(client, listener, request):
     handler = {REQUEST_PERMISSION: _permission, READ_TEXT_FILE: _read,
                WRITE_TEXT_FILE: _write}.get(request.method)
     if handler is None:
@@ -46,7 +56,8 @@ def handle(client, listener, request):
                                      {"method": request.method[:200]})
         return
     if request.params.get("sessionId") != client.acp_session_id:
-        log.warning("%s: refused %s for foreign ACP session", client.label, request.method)
+        log.warning("%s: refused %r for foreign ACP session %r", client.label, request.method[:80],
+                    str(request.params.get("sessionId"))[:80])
         client.process.respond_error(request.id, protocol.INVALID_PARAMS, "unknown sessionId")
         return
     handler(client, listener, request)
@@ -148,7 +159,7 @@ class WriteReply:
 
 
 def _refuse(client, listener, request, path, why=None):
-    log.warning("%s: refused %s of %r", client.label, request.method, str(path)[:200])
+    log.warning("%s: refused %r of %r", client.label, request.method[:80], str(path)[:200])
     reason = why or f"{request.method} is limited to the session's workspace"
     if listener.files_denied():
         reason += " and the deny-all policy refuses it"

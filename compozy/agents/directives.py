@@ -29,7 +29,7 @@ PERMISSION_OPTIONS = [
     {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
     {"optionId": "reject-always", "name": "Reject always", "kind": "reject_always"},
 ]
-GARBAGE_PAD_BYTES = 1536 * 1024
+GARBAGE_PAD_BYTES = protocol.MAX_LINE_BYTES + 512 * 1024
 STDERR_BLOCK = (b"x" * 63 + b"\n") * 64  # 4 KiB
 
 _NUMBER = r"\d+(?:\.\d*)?|\.\d+"

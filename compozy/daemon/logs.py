@@ -8,9 +8,17 @@ import os
 
 from compozy.paths import FILE_MODE
 from compozy.redact import redact
+from compozy.text import one_line
 
 
 class RedactingFormatter(logging.Formatter):
+    """Secrets redacted; control characters of the message escaped, so that text an agent chose
+    (logged with %r, and anywhere else) can never forge a line or drive a terminal that tails the log."""
+
+    def formatMessage(self, record):
+        record.message = one_line(record.message)
+        return super().formatMessage(record)
+
     def format(self, record):
         return redact(super().format(record))
 

@@ -1,7 +1,7 @@
 """The dependency direction, enforced by an ast walk over every import in compozy/.
 
 Layers (shared/reference/style.md section 6.3, as fixed for this project):
-  0 errors, states, ids, clock, location (and the package root, which holds only __version__)
+  0 errors, states, ids, clock, location, text (and the package root, which holds only __version__)
   1 config, paths, validate, redact
   2 store.*, acp.protocol, acp.translate, serialize, api (the operation table), proc and boundary (the
     operating-system seams, stdlib only)
@@ -15,7 +15,7 @@ own sub-package or a lower one.
 Layer 0: errors imports nothing from compozy; ids, states and clock may import errors.
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
 siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
-cli.* imports only api (the operation table), errors, ids and other cli modules at module level, and paths,
+cli.* imports only api (the operation table), errors, ids, text and other cli modules at module level, and paths,
 config and location lazily (inside a function), never manager, http, daemon or session. Two lazy imports are
 named by the style guide itself: `cli.daemon` imports `daemon.process` inside `daemon run`, and `cli.agent`
 imports `agents.reference` for the hidden `agent reference` command the zipapp uses.
@@ -34,7 +34,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "compozy"
 
 LAYER_OF = {
     "compozy": 0, "compozy.errors": 0, "compozy.states": 0, "compozy.ids": 0, "compozy.clock": 0,
-    "compozy.location": 0,
+    "compozy.location": 0, "compozy.text": 0,
     "compozy.config": 1, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
     "compozy.store": 2, "compozy.acp.protocol": 2, "compozy.acp.translate": 2, "compozy.serialize": 2,
     "compozy.api": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.acp": 3,
@@ -49,7 +49,7 @@ SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compoz
                  "compozy.session.derive")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.settings", "compozy.agents.tools")
-CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api")
+CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.text")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference")}
 

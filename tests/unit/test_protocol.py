@@ -81,13 +81,13 @@ def test_crlf_line_endings_are_accepted():
     assert LineSplitter().feed(b'{"a":1}\r\n{"b":2}\r\n') == [b'{"a":1}\r', b'{"b":2}\r']
 
 
-def test_encode_is_one_compact_ascii_line_that_round_trips():
-    message = protocol.make_request(3, "session/prompt", {"text": "caf\u00e9\nline two \U0001f600"})
+def test_encode_is_one_compact_utf8_line_that_round_trips():
+    message = protocol.make_request(3, "session/prompt", {"text": "caf\u00e9\nline two \U0001f600\u2028"})
     data = protocol.encode(message)
     assert data.endswith(b"\n") and data.count(b"\n") == 1
-    assert data.isascii()
+    assert "caf\u00e9".encode() in data  # sent as itself: 2 bytes, not the 6 of \u00e9
     assert b'"id":3,' in data and b", " not in data
-    assert parse_line(data) == Request(3, "session/prompt", {"text": "caf\u00e9\nline two \U0001f600"})
+    assert parse_line(data) == Request(3, "session/prompt", {"text": "caf\u00e9\nline two \U0001f600\u2028"})
 
 
 def test_message_builders():
@@ -122,9 +122,9 @@ def test_splitter_returns_several_lines_from_one_feed():
     assert LineSplitter().feed(b"a\nb\n\nc") == [b"a", b"b", b""]
 
 
-def test_two_megabyte_line_is_skipped_once_between_good_lines():
+def test_a_line_over_the_limit_is_skipped_once_between_good_lines():
     good = protocol.encode(protocol.make_notification("ok", {}))
-    huge = b'{"pad":"' + b"x" * (2 * 1024 * 1024) + b'"}\n'
+    huge = b'{"pad":"' + b"x" * (protocol.MAX_LINE_BYTES + 1024) + b'"}\n'
     stream = good + huge + good
     splitter = LineSplitter()
     out = []
@@ -150,8 +150,8 @@ def test_splitter_never_holds_more_than_the_limit():
     splitter = LineSplitter(max_line_bytes=100)
     for _ in range(50):
         splitter.feed(b"y" * 64)
-    assert len(splitter._pending) <= 100
-    assert splitter.feed(b"\nnext\n") == [b"next"]
+    assert len(splitter._pending) <= 100 and len(splitter._head) + len(splitter._tail) <= 2 * LineSplitter.KEPT
+    assert [getattr(item, "kind", item) for item in splitter.feed(b"\nnext\n")] == ["line_too_long", b"next"]
 
 
 def test_truncated_last_line_is_reported_at_finish():

@@ -135,7 +135,7 @@ class Supervisor:
                 if report.verified and recorded == runtime.process.pid:
                     session.update_runtime(process=None)  # identity kept until exit is proven
             if report.verified:
-                log.info("session %s: idle agent released (acp session %s kept)", session.id, runtime.acp_session_id)
+                log.info("session %s: idle agent released (acp session %r kept)", session.id, runtime.acp_session_id)
             else:
                 log.error("session %s: idle release could not prove exit of pid %s", session.id, runtime.process.pid)
         finally:

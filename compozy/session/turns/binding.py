@@ -137,7 +137,7 @@ class Binder:
                                    process={**runtime.process.identity.to_dict()}, route=number)
             if session.record.failure:
                 session.save(failure=None)
-        log.info("session %s bound to %s (acp session %s, %s)", session.id, runtime.provider.name,
+        log.info("session %s bound to %s (acp session %r, %s)", session.id, runtime.provider.name,
                  runtime.acp_session_id, transition.value or "bind")
         return True
 

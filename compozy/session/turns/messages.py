@@ -7,6 +7,7 @@ replayed; anything else is a conflict.
 import hashlib
 import json
 
+from compozy.acp.protocol import encoded_size
 from compozy.errors import invalid
 from compozy.ids import new_id, validate_client_token
 
@@ -31,6 +32,10 @@ def check_identity(body):
 def check_message(message):
     if not message.strip():
         raise invalid("message must not be blank", field="message")
-    if len(message.encode("utf-8")) > MAX_MESSAGE_BYTES:
-        raise invalid(f"message is over {MAX_MESSAGE_BYTES} bytes", field="message")
+    try:
+        message.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid("message is not valid Unicode text (a lone surrogate)", field="message") from None
+    if encoded_size(message) > MAX_MESSAGE_BYTES:  # measured as the agent receives it, escapes included
+        raise invalid(f"message is over {MAX_MESSAGE_BYTES} bytes once encoded as JSON", field="message")
     return message

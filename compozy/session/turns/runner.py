@@ -207,7 +207,7 @@ class Runner:
             try:
                 runtime.steer(steer["message"])
             except (AcpError, AgentExited, TimeoutError) as exc:
-                log.warning("session %s: steering into turn %s failed: %s", session.id, turn.id, exc)
+                log.warning("session %s: steering into turn %s failed: %r", session.id, turn.id, exc)
                 self.queue.steer_failed(session, turn, steer, str(exc))
 
     def _finish(self, session, turn, kind, content):

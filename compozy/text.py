@@ -1,0 +1,32 @@
+"""Text that is safe to show: control characters and bidi overrides escaped for a terminal or a log.
+
+Layer 0: stdlib only. Text an agent or a client chose (names, messages, method names) may carry
+escape sequences that set a terminal's title, clear it or write its clipboard (OSC 52), a CR or LF
+that forges a row or a log line, or a right-to-left override that makes text read backwards.
+Each such character is shown as its Python escape (\\x1b, \\n, \\u202e), so it is seen, not obeyed.
+"""
+
+import re
+
+# C0 and C1 controls, DEL, the line and paragraph separators, and the bidi embeddings, overrides and isolates.
+BIDI_CONTROLS = "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_UNSAFE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f\u2028\u2029{BIDI_CONTROLS}]")
+_UNSAFE_KEEP_LINES = re.compile(f"[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\u2028\u2029{BIDI_CONTROLS}]")
+
+
+def _escape(match):
+    return ascii(match.group(0))[1:-1]
+
+
+def one_line(text):
+    """text for one line of output: every control character (CR and LF included) escaped."""
+    return _UNSAFE.sub(_escape, str(text))
+
+
+def multi_line(text):
+    """text that may span lines (an agent's message): newlines kept, every other control escaped."""
+    return _UNSAFE_KEEP_LINES.sub(_escape, str(text))
+
+
+def has_bidi_control(text):
+    return any(char in BIDI_CONTROLS for char in text)
