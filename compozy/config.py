@@ -58,7 +58,16 @@ SETTINGS = (
             "how long a notify_on_complete watch keeps a sender alive"),
     Setting("roles.auto_title.enabled", False, "bool", "run one bounded title pass after the first answer"),
     Setting("roles.auto_title.agent", "general", "str", "the agent that writes titles"),
+    Setting("roles.auto_title.provider", "", "str", "the title pass's provider (\"\": the agent's)"),
+    Setting("roles.auto_title.model", "", "str", "the title pass's model (\"\": the agent's)"),
+    Setting("roles.auto_title.reasoning_effort", "", "str", "the title pass's reasoning effort (\"\": the agent's)"),
+    Setting("roles.auto_title.timeout", "2m", "duration", "how long one title pass may take before it fails"),
 )
+HOOK_EVENTS = ("session.post_create", "session.post_stop", "agent.stopped", "turn.end", "session.attention.changed",
+               "session.runtime_recovery.started", "session.runtime_recovery.succeeded",
+               "session.runtime_recovery.exhausted")
+DEFAULT_HOOK_TIMEOUT = "30s"
+TITLE_CHAIN = "roles.auto_title.fallback_chain"
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
@@ -115,11 +124,22 @@ class Agent:
 
 
 @dataclass(frozen=True)
+class Hook:
+    """One [[hooks]] entry: the command run (event JSON on stdin) when the event happens."""
+
+    event: str
+    command: tuple
+    timeout: float
+
+
+@dataclass(frozen=True)
 class Config:
     values: dict
     providers: dict
     agents: dict
     path: str | None = None
+    hooks: tuple = ()
+    title_chain: tuple = ()  # roles.auto_title.fallback_chain
 
     def __getitem__(self, name):
         setting = SETTINGS_BY_NAME[name]
@@ -160,8 +180,11 @@ def from_document(document, path="config.toml"):
     document = dict(document)
     providers = _load_providers(document.pop("providers", {}), problems)
     agents = _load_agents(document.pop("agents", {}), problems)
+    hooks = _load_hooks(document.pop("hooks", []), problems)
     values = {}
     _flatten(document, "", values, problems)
+    title_chain = tuple(r for r in (_route(entry, f"{TITLE_CHAIN}[{i + 1}]", problems) for i, entry in
+                                    enumerate(_as_list(values.pop(TITLE_CHAIN, []), TITLE_CHAIN, problems))) if r)
     for name, raw in values.items():
         _check_setting(name, raw, problems)
     all_providers = {**builtin_providers(), **providers}
@@ -170,8 +193,47 @@ def from_document(document, path="config.toml"):
         for route in (Route(agent.provider), *agent.fallback_chain):
             if route.provider not in all_providers:
                 problems.add(f"agents.{agent.name}", f"names unknown provider {route.provider!r}")
+    _check_title_role(values, title_chain, all_providers, all_agents, problems)
     problems.raise_if_any()
-    return Config(values, all_providers, all_agents, path)
+    return Config(values, all_providers, all_agents, path, tuple(hooks), title_chain)
+
+
+def _check_title_role(values, chain, providers, agents, problems):
+    agent = values.get("roles.auto_title.agent", "general")
+    if isinstance(agent, str) and agent not in agents:
+        problems.add("roles.auto_title.agent", f"names unknown agent {agent!r}")
+    provider = values.get("roles.auto_title.provider")
+    for key, name in [("roles.auto_title.provider", provider)] + [(TITLE_CHAIN, r.provider) for r in chain]:
+        if isinstance(name, str) and name and name not in providers:
+            problems.add(key, f"names unknown provider {name!r}")
+
+
+def _load_hooks(entries, problems):
+    hooks = []
+    for i, entry in enumerate(_as_list(entries, "hooks", problems)):
+        key = f"hooks[{i + 1}]"
+        if not isinstance(entry, dict):
+            problems.add(key, "expected a table with event, command and timeout")
+            continue
+        for unknown in sorted(set(entry) - {"event", "command", "timeout"}):
+            problems.add(f"{key}.{unknown}", "unknown key")
+        event, command = entry.get("event"), entry.get("command")
+        if event not in HOOK_EVENTS:
+            problems.add(f"{key}.event", f"expected one of {', '.join(HOOK_EVENTS)}, got {event!r}")
+        if isinstance(command, str) and command.strip():
+            command = ["/bin/sh", "-c", command]
+        if not (isinstance(command, list) and command and all(isinstance(p, str) and p for p in command)):
+            problems.add(f"{key}.command", "expected a shell command string or a non-empty list of strings")
+        try:
+            timeout = parse_duration(entry.get("timeout", DEFAULT_HOOK_TIMEOUT))
+            if timeout <= 0:
+                raise ValueError("a hook needs a time bound above zero")
+        except ValueError as exc:
+            problems.add(f"{key}.timeout", str(exc))
+            continue
+        if event in HOOK_EVENTS and isinstance(command, list):
+            hooks.append(Hook(event, tuple(command), timeout))
+    return hooks
 
 
 class _Problems:

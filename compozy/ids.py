@@ -10,9 +10,10 @@ import time
 
 from compozy.errors import CompozyError
 
-PREFIXES = ("sess", "ws", "msg", "turn", "queue", "evt", "perm", "idem")
+PREFIXES = ("sess", "ws", "msg", "turn", "queue", "evt", "perm", "idem", "hook")
 KIND_NAMES = {"sess": "session", "ws": "workspace", "msg": "message", "turn": "turn", "queue": "queue entry",
-              "evt": "event", "perm": "permission request", "idem": "idempotency key"}
+              "evt": "event", "perm": "permission request", "idem": "idempotency key",
+              "hook": "hook run"}
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 # Client-chosen message IDs and idempotency keys: printable, no path characters, bounded.

@@ -16,7 +16,7 @@ from compozy.clock import SYSTEM
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
-from compozy.session.derive import derivation, rewind, sources
+from compozy.session.derive import derivation, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
 from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
@@ -66,6 +66,7 @@ class SessionManager:
                                      self.services.live_sessions)
         self.rewinder = Rewinder(self.services, self.binder)
         self.deriver = Deriver(self.services, self.engine, self._session)
+        self.observers = observing.observe(self)
 
     # -- daemon lifecycle ---------------------------------------------------------------
 
@@ -85,6 +86,7 @@ class SessionManager:
         """Admit nothing new; stop every live runtime through the ladder (stop_reason shutdown)."""
         self.services.accepting = False
         self.supervisor.shutdown()
+        self.services.observers.emit("closing")
         stops = [threading.Thread(target=self._stop_for_shutdown, args=(s,)) for s in list(self.live.values())]
         for thread in stops:
             thread.start()
@@ -137,6 +139,7 @@ class SessionManager:
         record = create_session(body, config=self.config, workspaces=self.workspaces, store=self.store,
                                 caller=caller)
         self._catalog_changed("upserted", record)
+        self.services.observers.emit("created", record)
         return {"session": self._resource(record)}
 
     def get_session(self, session_id, workspace=None):
@@ -156,15 +159,8 @@ class SessionManager:
     def inspect_session(self, session_id, workspace=None):
         """Everything a person debugging needs: the resource, files, process, queue, requests, tail."""
         record = self._record(session_id, workspace)
-        return {"session": self._resource(record, precise=True),
-                "paths": {"directory": str(self.home.session_dir(session_id)),
-                          "meta": str(self.home.meta_file(session_id)),
-                          "events": str(self.home.events_file(session_id))},
-                "process": record.runtime.process,
-                "queue": [serialize.entry_resource(e) for e in self.catalog.entries(session_id)],
-                "pending_interactions": [serialize.interaction_resource(i)
-                                         for i in self.catalog.interactions(session_id)],
-                "recent_events": self.store.events(record).read(limit=20)}
+        return reads.inspection(self.home, self.catalog, self.store.events(record), record,
+                                self._resource(record, precise=True))
 
     def list_sessions(self, query=None, encoded=False):
         """Catalog page, newest first, with the interface's filters and keyset cursor.

@@ -160,7 +160,8 @@ def test_each_setting_accepts_a_good_value(setting):
             assert from_document(nested(setting.name, choice))[setting.name] == choice
         return
     raw, expected = GOOD[setting.kind] or (setting.minimum + 7, setting.minimum + 7)
-    assert from_document(nested(setting.name, raw))[setting.name] == expected
+    names = {"providers": {"writer": {"command": ["w"]}}, "agents": {"writer": {"provider": "reference"}}}
+    assert from_document({**nested(setting.name, raw), **names})[setting.name] == expected
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
@@ -209,7 +210,7 @@ def test_zero_duration_disables():
     ({"session": {"supervision": {"quite_after": "30m"}}}, "session.supervision.quite_after"),
     ({"session": {"supervision": {"quiet_after": {"x": "1s"}}}}, "session.supervision.quiet_after.x"),
     ({"permissions": {"mode": "approve-all", "level": 3}}, "permissions.level"),
-    ({"roles": {"auto_title": {"enabled": True, "model": "x"}}}, "roles.auto_title.model"),
+    ({"roles": {"auto_title": {"enabled": True, "temperature": "x"}}}, "roles.auto_title.temperature"),
     ({"roles": {"reviewer": {"enabled": True}}}, "roles.reviewer.enabled"),
     ({"providers": {"p": {"command": ["a"], "cwd": "/"}}}, "providers.p.cwd"),
     ({"agents": {"a": {"provider": "reference", "temperature": "hot"}}}, "agents.a.temperature"),
@@ -315,3 +316,32 @@ def test_load_reads_a_valid_file(tmp_path):
     assert config["session.stop.cooperative_grace"] == 0.5
     assert config["permissions.mode"] == "deny-all"
     assert config.path == str(path)
+
+
+# -- [[hooks]] and [roles.auto_title] ------------------------------------------------------------------
+
+
+def test_hooks_parse_with_a_shell_string_or_an_argv_and_a_default_timeout():
+    config = from_document({"hooks": [{"event": "turn.end", "command": "echo hi", "timeout": "5s"},
+                                      {"event": "session.post_stop", "command": ["notify", "--stopped"]}]})
+    assert [(h.event, h.command, h.timeout) for h in config.hooks] == [
+        ("turn.end", ("/bin/sh", "-c", "echo hi"), 5.0), ("session.post_stop", ("notify", "--stopped"), 30.0)]
+
+
+@pytest.mark.parametrize("hook, key, problem", [
+    ({"event": "turn.started", "command": "x"}, "hooks[1].event", "expected one of"),
+    ({"event": "turn.end", "command": []}, "hooks[1].command", "non-empty list"),
+    ({"event": "turn.end", "command": "x", "timeout": "0"}, "hooks[1].timeout", "above zero"),
+    ({"event": "turn.end", "command": "x", "when": "always"}, "hooks[1].when", "unknown key"),
+])
+def test_bad_hooks_are_refused_by_key(hook, key, problem):
+    assert_problem({"hooks": [hook]}, key, problem)
+
+
+def test_the_auto_title_role_takes_its_runtime_and_fallback_chain():
+    config = from_document({"roles": {"auto_title": {
+        "enabled": True, "agent": "general", "provider": "reference", "model": "m", "reasoning_effort": "low",
+        "fallback_chain": [{"provider": "reference", "model": "echo-1"}]}}})
+    assert config["roles.auto_title.model"] == "m" and config.title_chain == (Route("reference", "echo-1"),)
+    assert_problem({"roles": {"auto_title": {"provider": "nowhere"}}}, "roles.auto_title.provider", "unknown provider")
+    assert_problem({"roles": {"auto_title": {"agent": "ghost"}}}, "roles.auto_title.agent", "unknown agent")

@@ -165,6 +165,7 @@ class Deriver:
             raise
         move(self.derived, request.workspace_id, request.key, DerivationState.CREATED, result=child.derivation)
         catalog_changed(self.services.catalog_feed, "upserted", child)
+        self.services.observers.emit("created", child)
         log.info("session.derived kind=%s source_session_id=%s session_id=%s idempotency_key=%s seed=%s "
                  "message_count=%s omitted_count=%s", request.kind, source.id, child.id, request.key,
                  child.derivation["seed"], child.derivation["message_count"], child.derivation["omitted_count"])

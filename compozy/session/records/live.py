@@ -8,11 +8,12 @@ in RuntimeEvents, which drops output from a runtime that no longer serves the se
 import logging
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compozy import serialize
 from compozy.clock import iso_from_epoch, now_iso
 from compozy.session.records.feed import Feed, catalog_changed
+from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
 from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS
 
@@ -36,6 +37,7 @@ class Services:
     processes: object
     live_sessions: object = None
     identities: object = None
+    observers: Observers = field(default_factory=Observers)
     accepting: bool = True
 
 
@@ -74,16 +76,22 @@ class LiveSession:
     def save(self, **changes):
         """Change fields of the record and write it: meta.json, then the catalog row."""
         with self.lock:
+            attention = self.record.attention
             self.record.change(**changes)
             self.record.fences = {**(self.record.fences or {}), "max_sequence": self.log.max_active_sequence()}
             self.services.store.save(self.record)
             catalog_changed(self.services.catalog_feed, "upserted", self.record)
+        if self.record.attention != attention:
+            self.services.observers.emit("attention_changed", self, attention, self.record.attention)
         return self.record
 
     def change_state(self, new_state, **changes):
         """The one way the lifecycle state changes: an edge of the session table."""
         with self.lock:
-            return self.save(state=SESSION.check(self.record.state, new_state).value, **changes)
+            old = self.record.state
+            record = self.save(state=SESSION.check(old, new_state).value, **changes)
+        self.services.observers.emit("state_changed", self, old, record.state)
+        return record
 
     def runtime_with(self, **fields):
         """The stored runtime with fields changed; a new status must be an edge of the runtime table."""
@@ -100,6 +108,7 @@ class LiveSession:
         """Commit events, then publish them; returns the stored records."""
         records = self.log.append(items)
         self.feed.publish(records)
+        self.services.observers.emit("appended", self, records)
         return records
 
     def append_event(self, kind, content, turn_id=None):
@@ -237,6 +246,7 @@ class RuntimeEvents:
         turn = self.session.turn
         if turn is not None:
             turn.wake.set()
+        self.session.services.observers.emit("agent_exited", self.session, runtime)
         self.lost_outside_turn(self.session, runtime)
 
 

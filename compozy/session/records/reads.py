@@ -4,10 +4,12 @@ Layer 4. Live followers read from the in-memory feed, which only ever holds comm
 and fall back to the store when they fall behind; a slow viewer never blocks the agent.
 """
 
+from compozy import serialize
 from compozy import validate as v
 from compozy.errors import invalid
 from compozy.ids import validate_id
 from compozy.session.records.replay import fold_history
+from compozy.store import hookruns
 from compozy.store.eventlog import ARCHIVE_FILTERS, DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 
 EVENT_FILTERS = ("after_sequence", "before_sequence", "turn_id", "type", "limit", "archive")
@@ -92,3 +94,15 @@ def turn_answer(log, feed, turn_id):
     else:
         answer["error"] = end["content"].get("error") if end else "the session closed before the turn ended"
     return answer, any(e["type"] == "runtime_recovery_exhausted" for e in events)
+
+
+def inspection(home, catalog, log, record, resource):
+    """Everything a person debugging needs: the resource, files, process, queue, requests, hook runs, tail."""
+    return {"session": resource,
+            "paths": {"directory": str(home.session_dir(record.id)), "meta": str(home.meta_file(record.id)),
+                      "events": str(home.events_file(record.id))},
+            "process": record.runtime.process,
+            "queue": [serialize.entry_resource(e) for e in catalog.entries(record.id)],
+            "pending_interactions": [serialize.interaction_resource(i) for i in catalog.interactions(record.id)],
+            "hook_runs": hookruns.recent(log),
+            "recent_events": log.read(limit=20)}

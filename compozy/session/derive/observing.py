@@ -1,0 +1,13 @@
+"""What listens to the daemon's sessions besides their viewers: hooks, reply wakes, governed children,
+auto titles. Each is an observer (compozy.session.records.observers) built here, once, for a manager.
+
+Layer 4, in derive: the highest session sub-package, so it may wire concerns from every lower one.
+"""
+
+from compozy.session.lifecycle.hooks import Hooks
+
+
+def observe(manager):
+    """Register the observers of a SessionManager's sessions; answers them by name."""
+    observers = manager.services.observers
+    return {"hooks": observers.add(Hooks(manager.services))}
