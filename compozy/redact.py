@@ -28,6 +28,44 @@ def secret_values(*environments):
     return values
 
 
+def is_daemon_secret(name):
+    """The daemon's own credentials (COMPOZY_TOKEN and any other secret-named COMPOZY_* variable):
+    kept from the agents it runs, which get every other variable (API keys included)."""
+    return name.upper().startswith("COMPOZY_") and is_secret_name(name)
+
+
+def without_daemon_secrets(env):
+    return {name: value for name, value in env.items() if not is_daemon_secret(name)}
+
+
+_daemon_values = None
+
+
+def known_secret_values(*environments):
+    """The secret values of the daemon's environment (read once: it does not change) and of the given ones."""
+    global _daemon_values
+    if _daemon_values is None:
+        _daemon_values = frozenset(secret_values(os.environ))
+    return _daemon_values | secret_values(*environments)
+
+
+def redact_values(value, secrets):
+    """value (a string, or a JSON document of them) with every occurrence of the given secret
+    values replaced; exact values only, so ordinary text that merely looks like an assignment stays."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in sorted(secrets, key=len, reverse=True):
+            if secret in value:
+                value = value.replace(secret, REPLACEMENT)
+        return value
+    if isinstance(value, dict):
+        return {key: redact_values(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_values(item, secrets) for item in value]
+    return value
+
+
 def redact(text, extra_env=None):
     """text with secret values and credential-shaped substrings replaced."""
     if not text:

@@ -21,7 +21,7 @@ from compozy.acp.refusal import BindFailure, auth_refused, refused
 from compozy.acp.translate import DROPPED_VARIANTS, translate
 from compozy.errors import CompozyError
 from compozy.location import child_environment
-from compozy.redact import redact
+from compozy.redact import redact, without_daemon_secrets
 
 log = logging.getLogger("compozy.acp.client")
 
@@ -159,8 +159,10 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None):
     name, value = marker.split("=", 1)
     # COMPOZY_HOME lets the built-in agent keep its state beside the daemon's; the marker and
     # COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
-    env = child_environment({"COMPOZY_HOME": agent_home, **provider.env, "COMPOZY_SESSION_ID": session_id,
-                             **(identity or {}), name: value, "COMPOZY_AGENT_HOME": agent_home})
+    # The daemon's own credentials (COMPOZY_TOKEN and other COMPOZY_* secrets) never reach an agent;
+    # everything else of the daemon's environment does (API keys included), then the provider's env.
+    env = {**without_daemon_secrets(child_environment()), "COMPOZY_HOME": agent_home, **provider.env,
+           "COMPOZY_SESSION_ID": session_id, **(identity or {}), name: value, "COMPOZY_AGENT_HOME": agent_home}
     label = f"{session_id}/{provider.name}"
     client = AgentClient(provider, listener=listener, label=label)
     client.identity = dict(identity or {})

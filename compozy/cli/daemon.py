@@ -39,7 +39,9 @@ def listen_options(command):
         click.option("--no-http", is_flag=True, help="serve the Unix socket only"),
         click.option("--allow-remote", is_flag=True, help="allow a non-loopback --http address (needs a token)"),
         click.option("--token", envvar="COMPOZY_TOKEN", help="bearer token required with --allow-remote "
-                     "(prefer the COMPOZY_TOKEN environment variable: argv is visible to other users)"),
+                     "(prefer the COMPOZY_TOKEN environment variable or --token-file: argv is visible to other users)"),
+        click.option("--token-file", type=click.Path(dir_okay=False), help="read the bearer token from this file "
+                     "(its first line), instead of --token"),
     ]
     for option in reversed(options):
         command = option(command)
@@ -48,7 +50,7 @@ def listen_options(command):
 
 @daemon.command("run")
 @listen_options
-def run(http_addr, socket_path, no_http, allow_remote, token):
+def run(http_addr, socket_path, no_http, allow_remote, token, token_file):
     """Run the daemon in the foreground until SIGTERM or SIGINT.
 
     \b
@@ -58,6 +60,7 @@ def run(http_addr, socket_path, no_http, allow_remote, token):
     from compozy.config import ConfigError
     from compozy.paths import Home
     from compozy.daemon.process import Daemon, DaemonError
+    token = _token(token, token_file)
     _refuse_remote_without_token(allow_remote, token)
     try:
         code = Daemon(Home(), http_addr, socket_path, no_http, token if allow_remote else None).run(
@@ -71,7 +74,7 @@ def run(http_addr, socket_path, no_http, allow_remote, token):
 @daemon.command("start")
 @listen_options
 @output_option()
-def start(output, http_addr, socket_path, no_http, allow_remote, token):
+def start(output, http_addr, socket_path, no_http, allow_remote, token, token_file):
     """Start the daemon in the background and wait until it is ready (takes the flags of `run`).
 
     A daemon already running on this home is not an error: it is reported and left alone.
@@ -84,6 +87,7 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token):
     from compozy.location import child_environment, self_command
     from compozy.paths import Home
     home = Home().ensure()
+    token = _token(token, token_file)
     _refuse_remote_without_token(allow_remote, token)
     running = running_daemon(home)
     if running:
@@ -102,10 +106,22 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token):
     _wait_ready(home, child, log_path, offset, output)
 
 
+def _token(token, token_file):
+    """--token (or COMPOZY_TOKEN), else the first line of --token-file."""
+    if token or not token_file:
+        return token
+    try:
+        with open(token_file, encoding="utf-8") as handle:
+            return handle.readline().strip() or None
+    except OSError as exc:
+        click.echo(f"compozy daemon: cannot read --token-file {token_file}: {exc.strerror}", err=True)
+        sys.exit(1)
+
+
 def _refuse_remote_without_token(allow_remote, token):
     # A refusal of the daemon's exposure, like a non-loopback address without --allow-remote: exit 1.
     if allow_remote and not token:
-        click.echo("compozy daemon: --allow-remote needs a token (COMPOZY_TOKEN or --token)", err=True)
+        click.echo("compozy daemon: --allow-remote needs a token (COMPOZY_TOKEN, --token-file or --token)", err=True)
         sys.exit(1)
 
 
@@ -173,7 +189,9 @@ def status(obj, output):
     info = read_daemon_file(Home()) or {}
     try:
         health = obj.call("daemon.health")
-    except CompozyError:
+    except CompozyError as exc:
+        if exc.code != "daemon_unavailable":
+            raise  # a daemon answered, and refused (unauthorized without its token): say so
         emit({"running": False, **info}, output, lambda d: "compozy daemon: not running")
         sys.exit(1)
     document = {"running": True, **info, "version": health.get("version")}

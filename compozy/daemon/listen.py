@@ -11,6 +11,7 @@ import stat
 import waitress
 from waitress.task import ThreadedTaskDispatcher
 
+from compozy.http.app import UNIX_SOCKET
 from compozy.paths import FILE_MODE
 
 # Every open SSE stream holds a worker thread for its lifetime (4 default threads = 4 viewers
@@ -86,11 +87,18 @@ def serve(app, sockets, descriptors):
     shared_map = {}
     dispatcher = ThreadedTaskDispatcher()
     dispatcher.set_thread_count(THREADS)
-    return [waitress.create_server(app, map=shared_map, _dispatcher=dispatcher, sockets=[sock],
+    return [waitress.create_server(app if sock.family != socket.AF_UNIX else _over_unix_socket(app), map=shared_map, _dispatcher=dispatcher, sockets=[sock],
                                    threads=THREADS, connection_limit=connection_limit(descriptors),
                                    asyncore_use_poll=True, channel_timeout=IDLE_CONNECTION_TIMEOUT,
                                    cleanup_interval=10, max_request_body_size=WAITRESS_BODY_LIMIT, ident="compozy")
             for sock in sockets]
+
+
+def _over_unix_socket(app):
+    def marked(environ, start_response):
+        environ[UNIX_SOCKET] = True
+        return app(environ, start_response)
+    return marked
 
 
 def url_host(host):

@@ -9,6 +9,7 @@ import logging
 import os
 import resource
 import signal
+import socket
 import threading
 
 from compozy import __version__
@@ -47,6 +48,19 @@ def raise_descriptor_limit():
     return limit
 
 
+def local_host(host):
+    """The address this machine reaches a daemon listening on host by: loopback for a wildcard."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+
+
+def remote_names(host):
+    """The Host names a daemon listening beyond loopback answers to, besides loopback and IP literals."""
+    names = {socket.gethostname().lower()}
+    if host and host not in ("0.0.0.0", "::"):
+        names.add(host.lower())
+    return frozenset(names)
+
+
 class Daemon:
     def __init__(self, home, http="127.0.0.1:2123", socket_path=None, no_http=False, token=None):
         """token: with a non-loopback --http, every request must carry `Authorization: Bearer <token>`."""
@@ -64,9 +78,9 @@ class Daemon:
         descriptors = raise_descriptor_limit()
         config = load_config(self.home.config_file)
         sockets, port = self._bind()
-        url = f"http://{url_host(self.host)}:{port}" if port else None
+        url = f"http://{url_host(local_host(self.host))}:{port}" if port else None  # usable, never 0.0.0.0
         manager = SessionManager(self.home, config, endpoints=self.endpoints(port)).start()
-        app = create_app(manager, port, token=self.token)
+        app = create_app(manager, port, token=self.token, remote_names=remote_names(self.host))
         servers = serve(app, sockets, descriptors)
         self._install_signal_handlers()
         threading.Thread(target=self.serve_loop, args=(servers[0],), name="waitress", daemon=True).start()
@@ -87,8 +101,7 @@ class Daemon:
 
     def endpoints(self, port):
         """Where the agents this daemon binds reach its tool server: loopback, even when it listens wider."""
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
-        return ToolEndpoints(f"http://{url_host(host)}:{port}" if port else None, str(self.socket_path), self.token)
+        return ToolEndpoints(f"http://{url_host(local_host(self.host))}:{port}" if port else None, str(self.socket_path))
 
     def serve_loop(self, server):
         """The network loop; if it ever ends on its own the daemon is deaf, so it shuts down and

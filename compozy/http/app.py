@@ -5,7 +5,7 @@ Layer 6 (surface). Every error body is built by errors.error_body; a request nev
 
 import logging
 
-from flask import Flask, jsonify
+from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from compozy import __version__, api
@@ -19,7 +19,12 @@ HTTP_CODES = {404: "endpoint_not_found", 405: "method_not_allowed", 413: "body_t
               415: "unsupported_media_type"}
 
 
-def create_app(manager, port=None, token=None):
+UNIX_SOCKET = "compozy.unix_socket"  # set in the WSGI environ of requests that came over the Unix socket
+
+
+def create_app(manager, port=None, token=None, remote_names=()):
+    """token: a daemon that listens beyond loopback asks it of every TCP request; remote_names: the
+    names (beyond loopback ones) it answers to there."""
     app = Flask("compozy")
     app.config.update(MAX_CONTENT_LENGTH=guards.MAX_BODY_BYTES, JSON_SORT_KEYS=False)
     app.json.sort_keys = False
@@ -33,10 +38,9 @@ def create_app(manager, port=None, token=None):
 
     @app.before_request
     def guard():
-        if token:
-            guards.check_token(token)  # a remote daemon: the token replaces the loopback Host rule
-        else:
-            guards.check_host_and_origin(app.config.get("COMPOZY_PORT", port))
+        guards.check_host_and_origin(app.config.get("COMPOZY_PORT", port), remote_names if token else None)
+        if token and not request.environ.get(UNIX_SOCKET) and not request.path.startswith(api.TOOL_SERVER_PATH):
+            guards.check_token(token)  # over TCP; the owner-only socket and a binding's own secret need none
         guards.check_body_limits()
 
     app.register_error_handler(CompozyError, _compozy_error)

@@ -5,6 +5,7 @@ the daemon's loopback name (DNS rebinding) or whose Origin is another site are r
 """
 
 import hmac
+import ipaddress
 import json
 
 from flask import request
@@ -25,11 +26,14 @@ def split_host(host):
     return name, port
 
 
-def check_host_and_origin(port):
-    """port: the daemon's TCP port (None when it serves the socket only)."""
+def check_host_and_origin(port, remote_names=None):
+    """port: the daemon's TCP port (None when it serves the socket only). remote_names: for a daemon
+    that listens beyond loopback (with a token), the other names it answers to; an IP literal is
+    always one of them (a rebinding page needs a name of its own). The token never replaces these checks."""
     host = request.headers.get("Host", "")
     name, host_port = split_host(host.lower())
-    if name not in LOOPBACK_NAMES or (host_port and host_port != str(port)):
+    known = name in LOOPBACK_NAMES or (remote_names is not None and (name in remote_names or _ip_literal(name)))
+    if not known or (host_port and host_port != str(port)):
         raise CompozyError("host_not_allowed", f"Host {host[:100]!r} is not this daemon", host=host[:100])
     fetch_site = request.headers.get("Sec-Fetch-Site", "").lower()
     if fetch_site in CROSS_SITE:
@@ -37,17 +41,27 @@ def check_host_and_origin(port):
                            sec_fetch_site=fetch_site)
     origin = request.headers.get("Origin")
     if origin is not None:
-        allowed = {f"http://{n}:{port}" for n in LOOPBACK_NAMES} if port else set()
+        names = LOOPBACK_NAMES + ((name,) if remote_names is not None else ())
+        allowed = {f"http://{n}:{port}" for n in names} if port else set()
         if origin.lower() not in allowed:
             raise CompozyError("origin_not_allowed", f"Origin {origin[:100]!r} may not call this daemon",
                                origin=origin[:100])
+
+
+def _ip_literal(name):
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def check_token(token):
     header = request.headers.get("Authorization", "")
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-        raise CompozyError("unauthorized", "this daemon needs Authorization: Bearer <token>")
+        raise CompozyError("unauthorized", "unauthorized: this daemon needs its token "
+                                           "(Authorization: Bearer <token>; the CLI sends $COMPOZY_TOKEN)")
 
 
 def check_body_limits():

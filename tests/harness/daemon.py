@@ -26,9 +26,10 @@ def test_environment(home, extra=None):
 class DaemonProcess:
     """`python3 compozy.py daemon run --http 127.0.0.1:0` (or the given address) in its own process group."""
 
-    def __init__(self, home, http="127.0.0.1:0"):
+    def __init__(self, home, http="127.0.0.1:0", args=(), env=None):
         self.home = Path(home)
         self.http = http
+        self.args, self.env = list(args), env
         self.process = None
         self.info = None
         self.output_path = self.home.parent / f"{self.home.name}-daemon.out"
@@ -39,8 +40,8 @@ class DaemonProcess:
         if daemon_file.exists():
             daemon_file.unlink()  # left by a killed daemon; the new one writes its own
         self._output = open(self.output_path, "ab")
-        self.process = subprocess.Popen([sys.executable, ENTRY, "daemon", "run", "--http", self.http],
-                                        env=test_environment(self.home), stdout=self._output,
+        self.process = subprocess.Popen([sys.executable, ENTRY, "daemon", "run", "--http", self.http, *self.args],
+                                        env=test_environment(self.home, self.env), stdout=self._output,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:

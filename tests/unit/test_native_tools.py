@@ -13,8 +13,8 @@ from compozy.session.turns.identity import Identities, ToolEndpoints
 SECRET = "s3cr3t-value"
 
 
-def offer(http_url="http://127.0.0.1:4242", token=None):
-    return Identities(ToolEndpoints(http_url, "/home/me/.compozy/daemon.sock", token)).offer(SECRET, "sess_1")
+def offer(http_url="http://127.0.0.1:4242"):
+    return Identities(ToolEndpoints(http_url, "/home/me/.compozy/daemon.sock")).offer(SECRET, "sess_1")
 
 
 def agent(**capabilities):
@@ -38,12 +38,8 @@ def test_any_other_agent_gets_the_relay_with_its_secret_in_the_environment_never
     assert env[SECRET_ENV] == SECRET and env["COMPOZY_SESSION_ID"] == "sess_1"
 
 
-def test_without_tcp_even_an_http_agent_gets_the_relay_and_a_token_travels_with_both():
+def test_without_tcp_even_an_http_agent_gets_the_relay():
     assert "command" in mcp_servers(agent(mcpCapabilities={"http": True}), offer(http_url=None))[0]
-    (http,) = mcp_servers(agent(mcpCapabilities={"http": True}), offer(token="t0k"))
-    assert http["headers"] == [{"name": "Authorization", "value": "Bearer t0k"}]
-    (stdio,) = mcp_servers(agent(), offer(token="t0k"))
-    assert {"name": "COMPOZY_TOKEN", "value": "t0k"} in stdio["env"]
 
 
 def test_no_endpoints_no_server():

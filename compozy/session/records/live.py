@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 
 from compozy import serialize
 from compozy.clock import iso_from_epoch, now_iso
+from compozy.redact import known_secret_values, redact_values
 from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
 from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS
 
 log = logging.getLogger("compozy.session")
+
+USER_MESSAGE = "user_message"  # the user's own words, stored as given
 
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
@@ -105,11 +108,21 @@ class LiveSession:
             return self.save(runtime=self.runtime_with(**fields))
 
     def append(self, items):
-        """Commit events, then publish them; returns the stored records."""
+        """Commit events, then publish them; returns the stored records. The values of the secrets the
+        daemon knows (its environment, the agent's provider env and binding identity) are redacted
+        from every event but the user's own message, so no read can show them."""
+        secrets = self._secrets()
+        items = [(kind, turn_id, content if kind == USER_MESSAGE else redact_values(content, secrets), agent)
+                 for kind, turn_id, content, agent in items]
         records = self.log.append(items)
         self.feed.publish(records)
         self.services.observers.emit("appended", self, records)
         return records
+
+    def _secrets(self):
+        agents = [agent for agent in (self.runtime, self.candidate) if agent is not None]
+        return known_secret_values(*(environment for agent in agents
+                                     for environment in (agent.provider.env, agent.identity)))
 
     def append_event(self, kind, content, turn_id=None):
         return self.append([(kind, turn_id, content, self.record.agent_name)])[0]

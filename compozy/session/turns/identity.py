@@ -15,17 +15,15 @@ from compozy.api import SECRET_ENV, SESSION_ENV, TOOL_SERVER_PATH
 from compozy.errors import CompozyError
 from compozy.location import import_environment, self_command
 
-TOKEN_ENV = "COMPOZY_TOKEN"
 SERVER_NAME = "compozy"
 
 
 @dataclass(frozen=True)
 class ToolEndpoints:
-    """Where the daemon serves: its loopback HTTP address (None without TCP), its socket, its bearer token."""
+    """Where the daemon serves: its loopback HTTP address (None without TCP) and its socket."""
 
     http_url: str | None
     socket_path: str
-    token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,12 +105,12 @@ class Identities:
         """The tool server as this binding may reach it; None when the daemon serves nowhere an agent can."""
         if self.endpoints is None:
             return None
-        http_url, token = self.endpoints.http_url, self.endpoints.token
+        # The binding secret is the whole credential: the daemon's token (a remote daemon's) is never
+        # handed to an agent; the tool server's path and the owner-only socket do not ask for it.
+        http_url = self.endpoints.http_url
         relay = self_command("--url", "unix://" + str(self.endpoints.socket_path), "mcp", "relay")
-        env = {SESSION_ENV: session_id, SECRET_ENV: secret, **import_environment(),
-               **({TOKEN_ENV: token} if token else {})}
-        return ToolServer(SERVER_NAME, http_url + TOOL_SERVER_PATH + secret if http_url else None,
-                          {"Authorization": f"Bearer {token}"} if token else {}, relay, env)
+        env = {SESSION_ENV: session_id, SECRET_ENV: secret, **import_environment()}
+        return ToolServer(SERVER_NAME, http_url + TOOL_SERVER_PATH + secret if http_url else None, {}, relay, env)
 
 
 def _serving(session, runtime):

@@ -1,0 +1,97 @@
+"""Attacks on the daemon itself, each against a real daemon process (issue 14): secrets kept from agents
+and reads (7), remote mode (14).
+"""
+
+import json
+import sys
+
+import pytest
+
+from compozy.cli.client import Client
+from tests.harness.api import events, spath, wait_for
+from tests.harness.cli import run_cli
+from tests.harness.daemon import DaemonProcess
+
+TOKEN = "daemon-token-0123456789"
+SECRETS = {"COMPOZY_TOKEN": TOKEN, "COMPOZY_RELAY_SECRET": "relay-secret-98765",
+           "ANTHROPIC_API_KEY": "sk-ant-test-4242", "PLAIN_SETTING": "visible"}
+
+
+def test_agents_get_the_environment_without_the_daemons_credentials_and_reads_redact_secrets(home, tmp_path):
+    dump = tmp_path / "agent.env"
+    (home / "config.toml").write_text(
+        '[providers.reference]\n'
+        f'command = ["sh", "-c", "env > {dump}; exec {sys.executable} -m compozy.agents.reference"]\n'
+        'env = { PROVIDER_TOKEN = "provider-token-5555" }\n')
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "leak.txt").write_text(f"{TOKEN} {SECRETS['ANTHROPIC_API_KEY']} provider-token-5555")
+    daemon = DaemonProcess(home, env=SECRETS).start()
+    try:
+        api = Client(daemon.http_url, timeout=60)
+        session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
+        turn_id = api.call("POST", spath(session, "prompt"), {"message": "[read leak.txt] go"})[1]["prompt"]["turn_id"]
+        wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn")
+        environment = dict(line.split("=", 1) for line in dump.read_text().splitlines() if "=" in line)
+        assert "COMPOZY_TOKEN" not in environment and "COMPOZY_RELAY_SECRET" not in environment
+        assert environment["ANTHROPIC_API_KEY"] == SECRETS["ANTHROPIC_API_KEY"]  # what the agent needs, it gets
+        assert environment["PLAIN_SETTING"] == "visible" and environment["PROVIDER_TOKEN"] == "provider-token-5555"
+        reads = json.dumps([events(api, session), api.call("GET", spath(session, "history"))[1],
+                            api.call("GET", spath(session, "inspect"))[1]])
+        assert "read: [redacted] [redacted] [redacted]" in reads
+        for value in (TOKEN, SECRETS["ANTHROPIC_API_KEY"], "provider-token-5555"):
+            assert value not in reads
+        api.call("POST", spath(session, "stop"), {"wait": True})
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture
+def remote_daemon(home):
+    """A daemon on 127.0.0.2: a loopback address compozy counts as remote, so no test opens a real port."""
+    process = DaemonProcess(home, http="127.0.0.2:0", args=["--allow-remote"], env={"COMPOZY_TOKEN": TOKEN}).start()
+    yield process
+    process.stop()
+
+
+def test_a_remote_daemon_asks_for_its_token_and_still_checks_host_and_origin(remote_daemon, home):
+    url = remote_daemon.http_url
+    assert url.startswith("http://127.0.0.2:")
+    port = url.rsplit(":", 1)[1]
+    api = Client(url, timeout=30)
+    with pytest.raises(Exception) as refused:
+        api.call("GET", "/api/sessions")
+    assert refused.value.code == "unauthorized"
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert api.call("GET", "/api/sessions", headers=bearer)[0] == 200
+    for headers, code in (({"Host": f"evil.example:{port}"}, "host_not_allowed"),
+                          ({"Origin": "http://evil.example"}, "origin_not_allowed"),
+                          ({"Sec-Fetch-Site": "cross-site"}, "origin_not_allowed")):
+        with pytest.raises(Exception) as refused:
+            api.call("GET", "/api/sessions", headers={**bearer, **headers})
+        assert refused.value.code == code, headers
+    assert api.call("GET", "/api/sessions", headers={**bearer, "Origin": url})[0] == 200
+    assert Client(remote_daemon.socket_url).call("GET", "/api/sessions")[0] == 200  # the owner-only socket
+
+
+def test_the_cli_without_the_token_says_unauthorized_not_not_running(remote_daemon, home):
+    for args in (("daemon", "status"), ("session", "list")):
+        result = run_cli(home, "--url", remote_daemon.http_url, *args)
+        assert result.returncode != 0
+        assert "unauthorized" in result.stderr and "not running" not in result.stdout + result.stderr, result
+    ok = run_cli(home, "--url", remote_daemon.http_url, "daemon", "status", extra_env={"COMPOZY_TOKEN": TOKEN})
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_a_wildcard_daemon_writes_a_url_this_machine_can_use_and_takes_its_token_from_a_file(home, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    daemon = DaemonProcess(home, http="0.0.0.0:0", args=["--allow-remote", "--token-file", str(token_file)]).start()
+    try:
+        assert daemon.http_url.startswith("http://127.0.0.1:")
+        with open(f"/proc/{daemon.process.pid}/cmdline", "rb") as handle:
+            assert TOKEN.encode() not in handle.read()
+        api = Client(daemon.http_url, timeout=30)
+        assert api.call("GET", "/api/sessions", headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+    finally:
+        daemon.stop()
