@@ -13,6 +13,7 @@ REPLACEMENT = "[redacted]"
 _ASSIGNMENT = re.compile(r"(?i)\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD)[A-Z0-9_]*)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 MIN_SECRET_LENGTH = 4
+MIN_CONTENT_SECRET = 8  # event content is redacted of known values at least this long
 
 
 def is_secret_name(name):
@@ -46,7 +47,8 @@ def known_secret_values(*environments):
     global _daemon_values
     if _daemon_values is None:
         _daemon_values = frozenset(secret_values(os.environ))
-    return _daemon_values | secret_values(*environments)
+    # A short value ("true", "1234") would blank ordinary words out of every transcript.
+    return {value for value in _daemon_values | secret_values(*environments) if len(value) >= MIN_CONTENT_SECRET}
 
 
 def redact_values(value, secrets):
