@@ -5,6 +5,7 @@ Layer 1: imports only layer 0. Every path under $COMPOZY_HOME is built here.
 
 import json
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -22,8 +23,13 @@ class Home:
         self.root = Path(root).expanduser().absolute()
 
     def ensure(self):
+        """Create the home's folders owner-only; UnsafeHome when one exists that someone else controls."""
         for path in (self.root, self.sessions_dir, self.logs_dir, self.crash_bundles_dir):
+            if os.path.lexists(path):
+                check_private(path, "folder")
             make_private_dir(path)
+        if os.path.lexists(self.config_file):
+            check_private(self.config_file, "config file")
         return self
 
     @property
@@ -70,6 +76,24 @@ class Home:
 
     def events_file(self, session_id):
         return self.session_dir(session_id) / "events.db"
+
+
+class UnsafeHome(Exception):
+    """A folder or file the daemon would trust is owned by someone else or writable by others; the
+    message says how to fix it."""
+
+
+def check_private(path, what):
+    """Refuse path unless the running user owns it and neither group nor others may write it: whoever
+    can write the home, its config or the socket's folder can run commands as us or impersonate us."""
+    info = os.stat(path)
+    if info.st_uid != os.geteuid():
+        raise UnsafeHome(f"the {what} {path} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}): "
+                         f"someone else controls it; remove it or set COMPOZY_HOME to a folder of your own")
+    if info.st_mode & 0o022:
+        mode = "700" if os.path.isdir(path) else "600"
+        raise UnsafeHome(f"the {what} {path} is writable by group or others (mode {stat.S_IMODE(info.st_mode):o}): "
+                         f"check that nobody else changed it, then run: chmod {mode} {path}")
 
 
 def make_private_dir(path):

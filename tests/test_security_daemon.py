@@ -1,8 +1,10 @@
 """Attacks on the daemon itself, each against a real daemon process (issue 14): secrets kept from agents
-and reads (7), remote mode (14).
+and reads (7), remote mode (14), a home only we control (5, 15).
 """
 
 import json
+import os
+import stat
 import sys
 
 import pytest
@@ -95,3 +97,53 @@ def test_a_wildcard_daemon_writes_a_url_this_machine_can_use_and_takes_its_token
         assert api.call("GET", "/api/sessions", headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
     finally:
         daemon.stop()
+
+
+# -- a home only we control (findings 5 and 15) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("target, mode, fix", [("home", 0o777, "chmod 700"), ("config", 0o666, "chmod 600"),
+                                               ("socket_dir", 0o777, "chmod 700")])
+def test_a_home_config_or_socket_folder_others_can_write_is_refused_with_the_fix(home, tmp_path, target, mode, fix):
+    config = home / "config.toml"
+    config.write_text("")
+    socket_dir = tmp_path / "sockets"
+    socket_dir.mkdir()
+    path = {"home": home, "config": config, "socket_dir": socket_dir}[target]
+    os.chmod(path, mode)
+    result = run_cli(home, "daemon", "run", "--http", "127.0.0.1:0", "--socket", str(socket_dir / "d.sock"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{fix} {path}" in result.stderr and "listening" not in result.stdout
+    assert stat.S_IMODE(os.stat(path).st_mode) == mode  # refused, not silently narrowed and trusted
+    started = run_cli(home, "daemon", "start", "--http", "127.0.0.1:0", "--socket", str(socket_dir / "d.sock"))
+    assert started.returncode == 1 and fix in started.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_home_another_user_owns_is_refused(home):
+    os.chown(home, 65534, -1)
+    result = run_cli(home, "daemon", "run", "--http", "127.0.0.1:0")
+    assert result.returncode == 1 and "belongs to uid 65534" in result.stderr and "COMPOZY_HOME" in result.stderr
+
+
+def test_everything_in_the_home_is_owner_only(home, tmp_path):
+    (home / "reference-agent").mkdir(mode=0o755)  # left by an older version
+    os.chmod(home / "reference-agent", 0o755)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    started = run_cli(home, "daemon", "start", "--http", "127.0.0.1:0")
+    assert started.returncode == 0, started.stderr
+    try:
+        api = Client("unix://" + str(home / "daemon.sock"), timeout=60)
+        session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
+        turn_id = api.call("POST", spath(session, "prompt"), {"message": "hello"})[1]["prompt"]["turn_id"]
+        wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn")
+        crash = api.call("POST", spath(session, "prompt"), {"message": "[crash 1 once] again"})[1]["prompt"]["turn_id"]
+        wait_for(lambda: events(api, session, turn_id=crash, type="done"), what="end of the crashed turn")
+        loose = [f"{stat.S_IMODE(os.lstat(os.path.join(folder, name)).st_mode):o} {os.path.join(folder, name)}"
+                 for folder, folders, files in os.walk(home) for name in folders + files
+                 if os.lstat(os.path.join(folder, name)).st_mode & 0o077]
+        assert loose == []
+        assert (home / "logs" / "daemon.out").exists() and (home / "reference-agent").is_dir()
+    finally:
+        assert run_cli(home, "daemon", "stop").returncode == 0

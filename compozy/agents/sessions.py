@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from compozy.agents.turn import Turn
 
 SESSION_ID_PATTERN = re.compile(r"ref_[0-9a-f]{32}")
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600  # the state holds conversations: owner-only, like the daemon's home
+
+
+def private_dir(path: Path) -> None:
+    path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    os.chmod(path, PRIVATE_DIR)  # a folder an older version created 0755 is narrowed
 
 
 @dataclass
@@ -66,18 +72,22 @@ class SessionStore:
             state = {"sessionId": session.session_id, "cwd": session.cwd, "config": session.config,
                      "history": session.history}
             path = self.state_path(session.session_id)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(state, ensure_ascii=True), encoding="ascii")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+            with os.fdopen(fd, "w", encoding="ascii") as handle:
+                handle.write(json.dumps(state, ensure_ascii=True))
+            os.chmod(tmp, PRIVATE_FILE)  # a leftover temp file from an older run keeps its old mode
             os.replace(tmp, path)
 
     def claim_crash_marker(self, session_id: str, prompt_text: str) -> bool:
         """True only the first time; the marker is on disk before the caller kills the process."""
         marker_dir = self.state_dir / "crash-markers"
-        marker_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.state_dir)
+        private_dir(marker_dir)
         try:
             descriptor = os.open(marker_dir / crash_marker_key(session_id, prompt_text),
-                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE)
         except FileExistsError:
             return False
         for fd in (descriptor, os.open(marker_dir, os.O_RDONLY)):

@@ -38,6 +38,7 @@ class Client:
     def __init__(self, url, timeout=60.0):
         self.url, self.timeout = url, timeout
         parts = urlsplit(url)
+        self.over_tcp = parts.scheme == "http"
         if parts.scheme == "unix":
             self._connect = lambda timeout: UnixConnection(parts.path, timeout)
         elif parts.scheme == "http":
@@ -83,7 +84,7 @@ class Client:
         target = path + ("?" + urlencode(query) if query else "")
         payload = json.dumps(body).encode() if body is not None else None
         headers = dict(headers or {})
-        if os.environ.get("COMPOZY_TOKEN"):
+        if os.environ.get("COMPOZY_TOKEN") and self.over_tcp:  # the socket needs none: never hand it to a socket
             headers["Authorization"] = "Bearer " + os.environ["COMPOZY_TOKEN"]
         if payload is not None:
             headers["Content-Type"] = "application/json"

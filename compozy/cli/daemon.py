@@ -58,14 +58,14 @@ def run(http_addr, socket_path, no_http, allow_remote, token, token_file):
       compozy daemon run --http 127.0.0.1:0
     """
     from compozy.config import ConfigError
-    from compozy.paths import Home
+    from compozy.paths import Home, UnsafeHome
     from compozy.daemon.process import Daemon, DaemonError
     token = _token(token, token_file)
     _refuse_remote_without_token(allow_remote, token)
     try:
         code = Daemon(Home(), http_addr, socket_path, no_http, token if allow_remote else None).run(
             announce=lambda line, flush=True: click.echo(line))
-    except (DaemonError, ConfigError) as exc:
+    except (DaemonError, ConfigError, UnsafeHome) as exc:
         click.echo(f"compozy daemon: {exc}", err=True)
         sys.exit(1)
     sys.exit(code)
@@ -82,11 +82,10 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token, token_fi
     \b
     Example:
       compozy daemon start --http 127.0.0.1:2123
-      compozy daemon start --no-http --socket /tmp/compozy.sock
+      compozy daemon start --no-http --socket "$XDG_RUNTIME_DIR/compozy.sock"
     """
     from compozy.location import child_environment, self_command
-    from compozy.paths import Home
-    home = Home().ensure()
+    home = _private_home()
     token = _token(token, token_file)
     _refuse_remote_without_token(allow_remote, token)
     running = running_daemon(home)
@@ -99,11 +98,21 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token, token_fi
     # The token goes in the environment, never argv, where any local user could read it.
     secret = {"COMPOZY_TOKEN": token} if token else {}
     log_path = home.logs_dir / "daemon.out"
-    with open(log_path, "ab") as log:
+    with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
+        os.fchmod(log.fileno(), 0o600)  # owner-only like everything in the home, even if it was made 0644
         offset = log.tell()
         child = subprocess.Popen(self_command(*argv), env=child_environment(secret), stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=log, start_new_session=True)
     _wait_ready(home, child, log_path, offset, output)
+
+
+def _private_home():
+    from compozy.paths import Home, UnsafeHome
+    try:
+        return Home().ensure()
+    except UnsafeHome as exc:
+        click.echo(f"compozy daemon: {exc}", err=True)
+        sys.exit(1)
 
 
 def _token(token, token_file):

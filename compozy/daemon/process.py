@@ -19,7 +19,7 @@ from compozy.daemon.listen import DaemonError, bind_tcp, bind_unix, parse_listen
 from compozy.daemon.logs import setup_logging
 from compozy.http.app import create_app
 from compozy.manager import SessionManager
-from compozy.paths import FILE_MODE, write_private_json
+from compozy.paths import FILE_MODE, check_private, write_private_json
 from compozy.session.turns.identity import ToolEndpoints
 
 log = logging.getLogger("compozy.daemon")
@@ -73,6 +73,7 @@ class Daemon:
 
     def run(self, announce=print):
         """Serve until SIGTERM or SIGINT (exit code 0), or until the server loop dies (exit code 1)."""
+        check_private(os.path.dirname(os.path.abspath(self.socket_path)) or "/", "socket's folder")
         lock_fd = acquire_lock(self.home)
         setup_logging(self.home)
         descriptors = raise_descriptor_limit()
