@@ -6,7 +6,7 @@ admission (the `prompt` frame reaching the client) to the `done` frame. The base
 prompt sent straight to a reference agent this benchmark spawns itself
 (`python3 -m compozy.agents.reference`, initialize + session/new once), timed from writing
 session/prompt to reading its response. Rounds alternate: one direct prompt, then one HTTP
-prompt. Target: at most 5 ms added, median.
+prompt. Budget (issue 15): at most 5 ms added, median, admission included (POST->done).
 
 Also reported, because admission->done alone flatters the daemon: POST->done over HTTP. The
 admission (idempotency lookups, the admission row, the bind check, the committed user_message)
@@ -52,7 +52,7 @@ def test_warm_prompt_round_trip(benchmark, client, workspace, direct_agent):
     added = ms(statistics.median(http_turn) - statistics.median(direct))
     paired = ms(statistics.median([h - d for h, d in zip(http_turn, direct)]))
     added_total = ms(statistics.median(http_total) - statistics.median(direct))
-    result = verdict(added, ADDED_TARGET_MS)
+    result = verdict(added_total, ADDED_TARGET_MS)
     rows = [("direct stdio session/prompt -> response", f"{ms(statistics.median(direct)):.2f}",
              f"{ms(percentile(direct, 0.95)):.2f}", "-"),
             ("HTTP stream, admission -> done", f"{ms(statistics.median(http_turn)):.2f}",
@@ -62,9 +62,8 @@ def test_warm_prompt_round_trip(benchmark, client, workspace, direct_agent):
             ("HTTP stream, POST -> done", f"{ms(statistics.median(http_total)):.2f}",
              f"{ms(percentile(http_total, 0.95)):.2f}", f"{added_total:+.2f}")]
     table(f"warm prompt {PROMPT!r}, {ROUNDS} alternating rounds (ms)", ("path", "p50", "p95", "added p50"), rows)
-    print(f"added by the daemon (admission->done, median): {added:.2f} ms (paired median {paired:.2f} ms); "
-          f"target <= {ADDED_TARGET_MS:g} ms: {result}")
-    print(f"including admission (POST->done): {added_total:+.2f} ms")
+    print(f"added by the daemon (admission->done, median): {added:.2f} ms (paired median {paired:.2f} ms)")
+    print(f"including admission (POST->done): {added_total:+.2f} ms; budget <= +{ADDED_TARGET_MS:g} ms: {result}")
     benchmark.extra_info.update({
         "direct_p50_ms": round(ms(statistics.median(direct)), 3),
         "http_admission_to_done_p50_ms": round(ms(statistics.median(http_turn)), 3),

@@ -216,3 +216,33 @@ def direct_agent(workspace, tmp_path):
     agent = DirectAgent(workspace, tmp_path / "direct-agent-state", tmp_path / "direct-agent.err").open(workspace)
     yield agent
     agent.close()
+
+
+# -- shared by the budget benchmarks -------------------------------------------------------------
+
+
+FULL = os.environ.get("COMPOZY_BENCH_FULL") == "1"  # full-size runs of the heavy budgets
+
+
+def sized(default, full):
+    """The default size keeps `python3 -m pytest bench -q` under 10 minutes; COMPOZY_BENCH_FULL=1 runs the budget's size."""
+    return full if FULL else default
+
+
+def session_path(session, *rest):
+    return path_of("api", "workspaces", session["workspace_id"], "sessions", session["id"], *rest)
+
+
+def rss_mib(pid):
+    """Resident set size of one process (children excluded), MiB."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def store_bytes(home, session_id):
+    """events.db with its WAL, on disk."""
+    base = Path(home) / "sessions" / session_id / "events.db"
+    return sum(p.stat().st_size for p in (base, base.with_name("events.db-wal")) if p.exists())

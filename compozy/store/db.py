@@ -22,12 +22,17 @@ PRAGMAS = {
 }
 
 
-def open_sqlite(path):
+# A session's store is appended to and read in order: SQLite's default 2 MiB page cache per
+# connection only held memory (up to 128 open stores); the OS page cache serves its reads.
+EVENT_STORE_PRAGMAS = {**PRAGMAS, "cache_size": -256}
+
+
+def open_sqlite(path, pragmas=PRAGMAS):
     """One shared connection (callers serialize use with Guarded); created 0600."""
     path = str(path)
     if not os.path.exists(path):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE))
-    db = SqliteDatabase(path, pragmas=PRAGMAS, lock_type="IMMEDIATE", thread_safe=False,
+    db = SqliteDatabase(path, pragmas=pragmas, lock_type="IMMEDIATE", thread_safe=False,
                         check_same_thread=False, autoconnect=False)
     db.connect()
     return db

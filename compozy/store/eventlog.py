@@ -17,7 +17,7 @@ from peewee import SQL, BooleanField, CharField, Check, IntegerField, Model, Tex
 from compozy.clock import now_iso
 from compozy.ids import new_id
 from compozy.paths import FILE_MODE
-from compozy.store.db import open_sqlite
+from compozy.store.db import EVENT_STORE_PRAGMAS, open_sqlite
 
 MAX_READ_LIMIT = 1000
 SQLITE_MAX = 2**63 - 1
@@ -42,6 +42,12 @@ TRANSCRIPT_SQL = ("SELECT sequence, CASE type WHEN 'agent_message' THEN NULL ELS
                   # a scan in sequence order: the type index would cost a sort of most of the table
                   "FROM events NOT INDEXED WHERE archived = 0 AND type IN ('user_message', 'agent_message', "
                   "'tool_result', 'done', 'error') AND sequence <= ? ORDER BY sequence")
+# A history reads only the user and agent messages, their text and message ids extracted by SQLite
+HISTORY_SQL = ("SELECT sequence, id, turn_id, type, timestamp, COALESCE(json_extract(content, '$.text'), ''), "
+               "json_extract(content, CASE type WHEN 'user_message' THEN '$.message_id' ELSE '$.agent_message_id' "
+               "END) FROM events NOT INDEXED WHERE type IN ('user_message', 'agent_message') AND {archive} "
+               "ORDER BY sequence")
+ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
           "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")
 
@@ -134,7 +140,7 @@ class EventLog:
 
     def _open(self):
         if self._db is None:
-            db = open_sqlite(self.path)
+            db = open_sqlite(self.path, EVENT_STORE_PRAGMAS)
             self._event_model, self._usage_model, owner, self._carried_model = create_schema(db)
             owner.insert(singleton=1, session_id=self.session_id, workspace_id=self.workspace_id,
                          created_at=now_iso()).on_conflict_ignore().execute()
@@ -270,6 +276,14 @@ class EventLog:
             rows = db.execute_sql(TRANSCRIPT_SQL, (through_sequence,)).fetchall()
         return [{"id": r[1], "sequence": r[0], "turn_id": r[2], "type": r[3], "timestamp": r[4],
                  "content": {"text": r[5]} if r[6] is None else json.loads(r[6])} for r in rows]
+
+    def history_records(self, archive="active"):
+        """The user and agent messages in sequence order, as much of each record as a history folds."""
+        with self._read() as db:
+            rows = db.execute_sql(HISTORY_SQL.format(archive=ARCHIVE_SQL[archive])).fetchall()
+        key = {"user_message": "message_id", "agent_message": "agent_message_id"}
+        return [{"id": r[1], "sequence": r[0], "turn_id": r[2], "type": r[3], "timestamp": r[4],
+                 "content": {"text": r[5], key[r[3]]: r[6]}} for r in rows]
 
     def user_message(self, message_id):
         """The user_message record carrying this message_id (archived or not), or None."""

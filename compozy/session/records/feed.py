@@ -47,6 +47,13 @@ class Feed:
         with self._cond:
             self._ring.clear()
 
+    def trim(self, keep):
+        """Keep only the newest `keep` items: a session between turns holds little in memory, and a
+        viewer further behind reads the gap from the store (after() answers None for it)."""
+        with self._cond:
+            while len(self._ring) > keep:
+                self._ring.popleft()
+
     def close(self):
         with self._cond:
             self._closed = True

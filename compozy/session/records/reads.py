@@ -48,7 +48,7 @@ def read_events(log, query):
 def read_history(log, query):
     query = dict(query or {})
     _check_filters(query, ("archive",))
-    return {"messages": fold_history(log.read_all(archive=_archive(query)))}
+    return {"messages": fold_history(log.history_records(_archive(query)))}
 
 
 def follow(log, feed, after, until=None, keepalive=KEEPALIVE_SECONDS):

@@ -19,6 +19,9 @@ from compozy.states import MarkerKind, RuntimeStatus, SessionState, TurnPhase
 log = logging.getLogger("compozy.runner")
 
 WAIT_SLICE = 1.0
+# Events an idle session keeps in memory for viewers (a turn may fill the whole ring): without
+# this, RSS grew with every turn until each live session's ring was full (bench_memory.py).
+IDLE_FEED_ITEMS = 64
 
 
 class Runner:
@@ -69,6 +72,7 @@ class Runner:
                 if turn is None:
                     session.worker = None
                     session.idle_since = self.services.clock.monotonic()
+                    session.feed.trim(IDLE_FEED_ITEMS)
 
     def _advance(self, session, turn):
         """With session.lock held: the turn is over, so the next queued entry (or nothing) is current."""
