@@ -14,7 +14,8 @@ from compozy.manager import SessionManager
 from tests.harness.commands import cli_commands
 
 # Commands that run or manage the daemon process itself rather than call the API.
-LOCAL_COMMANDS = {"daemon run", "daemon start", "daemon stop", "daemon status", "agent reference"}
+# `completion` prints a shell script.
+LOCAL_COMMANDS = {"daemon run", "daemon start", "daemon stop", "daemon status", "agent reference", "completion"}
 # CLI flags whose value the command reshapes before it becomes the field.
 RESHAPED_FLAGS = {("session new", "--cwd"): "made absolute; the current directory when --workspace is not given"}
 # interface.md, "Native tools for agents", for the operations that exist today.

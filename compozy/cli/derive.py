@@ -9,6 +9,7 @@ import os
 import click
 
 from compozy.api import OPS
+from compozy.cli.completion import complete_agents, session_argument
 from compozy.cli.output import context_line, derivation_lines, emit, fence_line, output_option
 from compozy.cli.prompting import runtime_body, runtime_options
 from compozy.cli.session import session
@@ -19,7 +20,7 @@ FENCE_NAMES = tuple(name for name in OPS["session.rewind"].body if name.startswi
 
 
 @session.command("preview")
-@click.argument("session_id")
+@session_argument
 @click.option("--message-id", help="measure a fork through this user message and its turn")
 @output_option()
 @click.pass_obj
@@ -74,7 +75,7 @@ def fences_for(obj, session_id, given, workspace=None, tolerate_unreadable=False
 
 
 @session.command("rewind")
-@click.argument("session_id")
+@session_argument
 @click.option("--message-id", required=True, help="the user message to go back to before")
 @click.option("--idempotency-key", help="retry an earlier rewind exactly (default: a new key)")
 @fence_options
@@ -119,8 +120,9 @@ def new_session_options(command):
 
 
 @session.command("continue")
-@click.argument("session_id")
-@click.option("--agent", "agent_name", required=True, help="the agent that takes over")
+@session_argument
+@click.option("--agent", "agent_name", required=True, help="the agent that takes over",
+              shell_complete=complete_agents)
 @click.option("--message", help="the new session's first prompt (default: the context waits for your first prompt)")
 @click.option("--route", type=click.IntRange(1), help="1-based route of the agent's fallback_chain (an account); "
               "not with runtime flags")
@@ -143,7 +145,7 @@ def continue_(obj, session_id, agent_name, message, route, name, idempotency_key
 
 
 @session.command("fork")
-@click.argument("session_id")
+@session_argument
 @click.option("--message-id", help="fork through this user message and its turn (default: the whole conversation)")
 @new_session_options
 @click.pass_obj

@@ -5,13 +5,14 @@ Layer 6 (surface).
 
 import click
 
+from compozy.cli.completion import session_argument
 from compozy.cli.main import choice
 from compozy.cli.output import emit, output_option
 from compozy.cli.session import session
 
 
 @session.command("events")
-@click.argument("session_id")
+@session_argument
 @click.option("--last", "limit", type=click.IntRange(1, 1000), help="the newest N events (default 200)")
 @click.option("--after", "after_sequence", type=click.IntRange(0), help="the oldest events after this sequence")
 @click.option("--before", "before_sequence", type=click.IntRange(1), help="events before this sequence")
@@ -40,7 +41,7 @@ def _event_line(event):
 
 
 @session.command("history")
-@click.argument("session_id")
+@session_argument
 @click.option("--archive", type=choice("session.history", "archive"), help="archived messages (default active)")
 @output_option()
 @click.pass_obj

@@ -7,12 +7,13 @@ import sys
 
 import click
 
+from compozy.cli.completion import session_argument
 from compozy.cli.output import emit, output_option, session_block
 from compozy.cli.session import session
 
 
 @session.command("stop")
-@click.argument("session_id")
+@session_argument
 @click.option("--wait", is_flag=True, help="wait for the verified outcome and print it")
 @output_option()
 @click.pass_obj
@@ -38,7 +39,7 @@ def _outcome_text(outcome):
 
 
 @session.command("archive")
-@click.argument("session_id")
+@session_argument
 @click.option("--stop", is_flag=True, help="stop a running session first, then archive it")
 @output_option()
 @click.pass_obj
@@ -54,7 +55,7 @@ def archive(obj, session_id, stop, output):
 
 
 @session.command("unarchive")
-@click.argument("session_id")
+@session_argument
 @output_option()
 @click.pass_obj
 def unarchive(obj, session_id, output):
@@ -69,7 +70,7 @@ def unarchive(obj, session_id, output):
 
 
 @session.command("repair")
-@click.argument("session_id")
+@session_argument
 @click.option("--dry-run", is_flag=True, help="report what would be appended without writing")
 @click.option("--force", is_flag=True, help="repair even when the stop reason is not agent_crashed or error")
 @output_option()

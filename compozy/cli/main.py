@@ -19,13 +19,15 @@ class Context:
     def __init__(self, url):
         self.url = url
         self._client = None
+        self._resolved = {}
+        self.timeout = 60.0
 
     @property
     def client(self):
         if self._client is None:
             from compozy.cli.client import Client, resolve_url
             from compozy.paths import Home
-            self._client = Client(resolve_url(self.url, Home()))
+            self._client = Client(resolve_url(self.url, Home()), timeout=self.timeout)
         return self._client
 
     def call(self, name, /, headers=None, **fields):
@@ -41,10 +43,24 @@ class Context:
     def _request(self, name, fields):
         from compozy.cli.client import request
         operation = OPS[name]
+        self._resolve_prefixes(fields)
         if "workspace" in operation.path_params and fields.get("workspace") is None:
             # A session is addressed by its ID alone: one read learns its workspace.
             fields["workspace"] = self.call("session.get", session_id=fields["session_id"])["session"]["workspace_id"]
         return request(operation, fields)
+
+    def resolve_session(self, typed):
+        """The full session ID a typed unique prefix stands for (resolved once per command)."""
+        from compozy.cli.prefixes import resolve
+        if typed not in self._resolved:
+            self._resolved[typed] = resolve(typed, self.call)
+        return self._resolved[typed]
+
+    def _resolve_prefixes(self, fields):
+        from compozy.cli.prefixes import SESSION_FIELDS
+        for field in SESSION_FIELDS:
+            if fields.get(field) is not None:
+                fields[field] = self.resolve_session(fields[field])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,7 +80,8 @@ def cli(ctx, url):
 
 
 def main(argv=None):
-    from compozy.cli import agent, daemon, derive, history, lifecycle, mcp, prompting, session, workspace  # noqa: F401
+    from compozy.cli import (agent, completion, daemon, derive, history, lifecycle, mcp, prompting,  # noqa: F401
+                             session, workspace)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

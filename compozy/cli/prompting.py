@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from compozy.cli.completion import session_argument
 from compozy.cli.main import choice
 from compozy.cli.output import colour, emit, output_option, quiet_option, table
 from compozy.cli.session import session
@@ -53,7 +54,7 @@ def _pair(text):
 
 
 @session.command("prompt")
-@click.argument("session_id")
+@session_argument
 @click.argument("message", required=False)
 @click.option("--file", "message_file", type=click.File("r", encoding="utf-8"),
               help="read the message from this file ('-' for stdin) instead of MESSAGE")
@@ -111,7 +112,8 @@ def interrupted(obj, session_id, cancel):
     """Ctrl-C while following a turn: say what happens to it (the daemon owns it, not this terminal)."""
     click.echo("", err=True)
     if not cancel:
-        click.echo(f"the turn goes on; cancel it with `compozy session cancel {session_id}`", err=True)
+        click.echo(f"the turn goes on; cancel it with `compozy session cancel {obj.resolve_session(session_id)}`",
+                   err=True)
         return 130
     try:
         answer = obj.call("session.cancel", session_id=session_id)
@@ -177,7 +179,7 @@ def _print_event(record):
 
 
 @session.command("cancel")
-@click.argument("session_id")
+@session_argument
 @output_option()
 @click.pass_obj
 def cancel(obj, session_id, output):
@@ -192,7 +194,7 @@ def cancel(obj, session_id, output):
 
 
 @session.command("approve")
-@click.argument("session_id")
+@session_argument
 @click.argument("request_id")
 @click.option("--decision", type=choice("session.approve", "decision"), default="allow-once", show_default=True)
 @output_option()
@@ -219,7 +221,7 @@ def input_group():
 
 
 @input_group.command("list")
-@click.argument("session_id")
+@session_argument
 @quiet_option("entry IDs")
 @output_option()
 @click.pass_obj
@@ -237,7 +239,7 @@ def input_list(obj, session_id, quiet, output):
 
 
 @input_group.command("edit")
-@click.argument("session_id")
+@session_argument
 @click.argument("entry", metavar="ENTRY_ID")
 @click.argument("message")
 @click.option("--message-id", help="with --idempotency-key: retry an exact earlier edit")
@@ -258,7 +260,7 @@ def input_edit(obj, session_id, entry, message, message_id, idempotency_key, out
 
 
 @input_group.command("steer")
-@click.argument("session_id")
+@session_argument
 @click.argument("entry", metavar="ENTRY_ID")
 @click.argument("message", required=False)
 @click.option("--expected-turn-id", required=True, help="the turn to steer; a newer turn refuses the request")
@@ -281,7 +283,7 @@ def input_steer(obj, session_id, entry, message, expected_turn_id, message_id, i
 
 
 @input_group.command("cancel")
-@click.argument("session_id")
+@session_argument
 @click.argument("entry", metavar="ENTRY_ID")
 @output_option()
 @click.pass_obj
@@ -312,7 +314,7 @@ def runtime_group():
 
 
 @runtime_group.command("set")
-@click.argument("session_id")
+@session_argument
 @runtime_options
 @click.option("--expected-revision", type=int, help="selection revision you read (default: read it now)")
 @output_option()
@@ -330,7 +332,7 @@ def runtime_set(obj, session_id, expected_revision, output, **runtime):
 
 
 @runtime_group.command("clear")
-@click.argument("session_id")
+@session_argument
 @click.option("--expected-revision", type=int, help="selection revision you read (default: read it now)")
 @output_option()
 @click.pass_obj

@@ -10,6 +10,7 @@ import os
 import click
 
 from compozy.api import SECRET_ENV, SECRET_HEADER, SESSION_ENV, SESSION_HEADER
+from compozy.cli.completion import complete_agents, complete_sessions, complete_workspaces, session_argument
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, fence_line, output_option, quiet_option, session_block, session_table
 
@@ -28,11 +29,14 @@ def session():
 
 
 @session.command("new")
-@click.option("--agent", "agent_name", default="general", show_default=True, help="agent definition to use")
+@click.option("--agent", "agent_name", default="general", show_default=True, help="agent definition to use",
+              shell_complete=complete_agents)
 @click.option("--cwd", type=click.Path(file_okay=False), help="workspace directory (default: the current directory)")
-@click.option("--workspace", help="a registered workspace name or ID instead of --cwd")
+@click.option("--workspace", help="a registered workspace name or ID instead of --cwd",
+              shell_complete=complete_workspaces)
 @click.option("--name", help="optional session name")
-@click.option("--parent", "parent_session_id", help="parent session ID (provenance lineage)")
+@click.option("--parent", "parent_session_id", help="parent session ID (provenance lineage)",
+              shell_complete=complete_sessions)
 @click.option("--lineage-kind", type=click.Choice(["provenance", "recovery"]), help="with --parent only")
 @click.option("--type", type=choice("session.create", "type"), help="session type")
 @click.option("-q", "--quiet", is_flag=True, help="print only the new session's ID")
@@ -64,11 +68,12 @@ def agent_identity():
 
 
 @session.command("list")
-@click.option("--workspace", help="workspace name or ID")
-@click.option("--parent", help="direct children of this session")
-@click.option("--root", help="the whole tree under this root, root included")
+@click.option("--workspace", help="workspace name or ID", shell_complete=complete_workspaces)
+@click.option("--parent", help="direct children of this session", shell_complete=complete_sessions)
+@click.option("--root", help="the whole tree under this root, root included",
+              shell_complete=complete_sessions)
 @click.option("--state", type=choice("session.list", "state"))
-@click.option("--agent", help="agent name")
+@click.option("--agent", help="agent name", shell_complete=complete_agents)
 @click.option("--archive", type=choice("session.list", "archive"), help="archived sessions (default exclude)")
 @click.option("--limit", type=click.IntRange(1, 1000), help="page size (default 100)")
 @click.option("--cursor", help="next_cursor of the previous page")
@@ -88,7 +93,7 @@ def list_(obj, output, quiet, **filters):
 
 
 @session.command("get")
-@click.argument("session_id")
+@session_argument
 @click.option("--workspace", help="read it in this workspace (name or ID); another workspace's session is not found")
 @output_option()
 @click.pass_obj
@@ -113,7 +118,7 @@ def _session_detail(resource):
 
 
 @session.command("status")
-@click.argument("session_id")
+@session_argument
 @output_option()
 @click.pass_obj
 def status(obj, session_id, output):
@@ -128,7 +133,7 @@ def status(obj, session_id, output):
 
 
 @session.command("remove")
-@click.argument("session_id")
+@session_argument
 @click.option("--workspace", help="remove it from this workspace (name or ID) only")
 @output_option()
 @click.pass_obj
@@ -145,7 +150,7 @@ def remove(obj, session_id, workspace, output):
 
 
 @session.command("health")
-@click.argument("session_id")
+@session_argument
 @output_option()
 @click.pass_obj
 def health(obj, session_id, output):
@@ -160,7 +165,7 @@ def health(obj, session_id, output):
 
 
 @session.command("inspect")
-@click.argument("session_id")
+@session_argument
 @output_option()
 @click.pass_obj
 def inspect(obj, session_id, output):

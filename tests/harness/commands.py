@@ -6,8 +6,8 @@ from compozy.cli.main import cli
 
 
 def cli_commands():
-    from compozy.cli import (agent, daemon, derive, history, lifecycle, prompting, session,  # noqa: F401 (register)
-                             workspace)
+    from compozy.cli import (agent, completion, daemon, derive, history, lifecycle, prompting,  # noqa: F401 (register)
+                             session, workspace)
     return dict(_walk(cli, ""))
 
 
