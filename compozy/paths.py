@@ -127,6 +127,18 @@ def write_private_json(path, document, sync=True):
 
 
 
+def lock_holder(path):
+    """The pid holding the flock on path (from /proc/locks), None when nobody holds it; raises OSError
+    when the kernel does not say."""
+    inode = os.stat(path).st_ino
+    with open("/proc/locks", encoding="ascii") as locks:
+        for line in locks:
+            fields = line.split()
+            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
+                return int(fields[4])
+    return None
+
+
 def read_daemon_file(home):
     """daemon.json of a running daemon, or None."""
     try:

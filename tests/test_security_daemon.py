@@ -1,11 +1,13 @@
 """Attacks on the daemon itself, each against a real daemon process (issue 14): secrets kept from agents
-and reads (7), remote mode (14), a home only we control (5, 15).
+and reads (7), remote mode (14), a home only we control (5, 15), daemon stop and --socket (8).
 """
 
 import json
 import os
 import stat
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -147,3 +149,28 @@ def test_everything_in_the_home_is_owner_only(home, tmp_path):
         assert (home / "logs" / "daemon.out").exists() and (home / "reference-agent").is_dir()
     finally:
         assert run_cli(home, "daemon", "stop").returncode == 0
+
+
+# -- daemon stop and --socket never touch a stranger (finding 8) -----------------------------------------
+
+
+def test_daemon_stop_never_signals_a_process_that_reused_the_daemons_pid(home):
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        (home / "daemon.json").write_text(json.dumps({"pid": stranger.pid, "http": None, "socket": str(home / "x"),
+                                                      "started_at": "2026-01-01T00:00:00Z"}))
+        (home / "daemon.lock").touch()
+        result = run_cli(home, "daemon", "stop")
+        assert result.returncode != 0 and "nothing was signalled" in result.stderr, result.stderr
+        time.sleep(0.5)
+        assert stranger.poll() is None, "the stranger was killed"
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_daemon_never_takes_over_a_live_daemons_socket(daemon, tmp_path):
+    other_home = tmp_path / "other-home"
+    result = run_cli(other_home, "daemon", "run", "--no-http", "--socket", daemon.info["socket"])
+    assert result.returncode == 1 and "a daemon is listening on" in result.stderr, result.stderr
+    assert Client(daemon.socket_url).call("GET", "/api/health")[0] == 200  # still its own

@@ -170,10 +170,11 @@ def stop(output):
     """
     from compozy.paths import Home
     from compozy.paths import read_daemon_file
-    info = read_daemon_file(Home())
+    home = Home()
+    info = read_daemon_file(home)
     if not info or not _alive(info["pid"]):
         raise CompozyError("daemon_unavailable", "no compozy daemon is running (start one with `compozy daemon start`)")
-    os.kill(info["pid"], signal.SIGTERM)
+    _signal_the_daemon(home, info["pid"])
     deadline = time.monotonic() + STOP_TIMEOUT
     while _alive(info["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -181,6 +182,27 @@ def stop(output):
         click.echo(f"compozy daemon: pid {info['pid']} still running after {STOP_TIMEOUT:.0f}s", err=True)
         sys.exit(1)
     emit({"stopped": True, "pid": info["pid"]}, output, lambda d: f"compozy daemon stopped (pid {d['pid']})")
+
+
+def _signal_the_daemon(home, pid):
+    """SIGTERM to pid only if it is this home's daemon: the holder of the home's lock. The pidfd taken
+    first pins that process, so a pid reused after a crash (daemon.json left behind) is never signalled."""
+    from compozy.paths import lock_holder
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        raise CompozyError("daemon_unavailable", "no compozy daemon is running") from None
+    try:
+        holder = lock_holder(home.lock_file)
+        if holder != pid:
+            raise CompozyError("daemon_unavailable", f"no compozy daemon is running: {home.daemon_file} names pid {pid}, "
+                               f"which does not hold {home.lock_file} (a stale file; nothing was signalled)")
+        signal.pidfd_send_signal(handle, signal.SIGTERM)
+    except OSError as exc:
+        raise CompozyError("daemon_unavailable", f"cannot confirm that pid {pid} is this home's daemon "
+                           f"({exc.strerror}); nothing was signalled") from None
+    finally:
+        os.close(handle)
 
 
 @daemon.command("status")

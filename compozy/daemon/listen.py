@@ -58,7 +58,9 @@ def bind_unix(path):
     if os.path.lexists(path):
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
             raise DaemonError(f"{path} exists and is not a socket")
-        os.unlink(path)  # the home lock proves no live daemon owns it
+        if _answers(path):  # another home's daemon (the home lock covers only our own): never take it over
+            raise DaemonError(f"a daemon is listening on {path}; stop it first or choose another --socket")
+        os.unlink(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
     try:
@@ -68,6 +70,18 @@ def bind_unix(path):
     os.chmod(path, FILE_MODE)
     sock.listen(1024)
     return sock
+
+
+def _answers(path):
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(5)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False  # refused: a stale socket file nobody listens on
+    finally:
+        probe.close()
+    return True
 
 
 def connection_limit(descriptors):
