@@ -24,6 +24,7 @@ ERRORS = {
     "origin_not_allowed": ErrorKind(403, "the Origin header is not the daemon's own origin"),
     "session_is_caller": ErrorKind(403, "a native tool may not aim this at the calling session itself"),
     "tool_call_rejected": ErrorKind(403, "the permission mode or a person rejected the native tool call"),
+    "spawn_depth_exceeded": ErrorKind(403, "only a user session spawns governed children (depth at most 1)"),
     # 404
     "endpoint_not_found": ErrorKind(404, "no route matches this method and path"),
     "workspace_not_found": ErrorKind(404, "no workspace with that name or ID"),
@@ -54,6 +55,8 @@ ERRORS = {
     "session_fence_conflict": ErrorKind(409, "the transcript fences sent are stale; read the session again"),
     "session_turn_in_progress": ErrorKind(409, "a turn is running, input is queued or an approval is pending"),
     "session_not_derivable": ErrorKind(409, "only user sessions can be rewound, continued or forked"),
+    "session_daemon_managed": ErrorKind(409, "the daemon manages this session; users do not stop or remove it"),
+    "spawn_limit_reached": ErrorKind(409, "the parent already has 5 live spawned children"),
     # 413
     "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
     "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),

@@ -27,6 +27,8 @@ from compozy.session.lifecycle.supervision import Supervisor
 from compozy.session.records import reads
 from compozy.session.records.creation import create_session
 from compozy.session.records.feed import Feed, catalog_changed
+from compozy.session.records.governed import refuse_user_action
+from compozy.session.records.listing import list_filters
 from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
@@ -80,6 +82,7 @@ class SessionManager:
         derivation.settle_interrupted(self.store)
         repair.repair_at_boot(self.store)
         self.supervisor.start()
+        self.services.observers.emit("started")
         return self
 
     def shutdown(self):
@@ -142,6 +145,14 @@ class SessionManager:
         self.services.observers.emit("created", record)
         return {"session": self._resource(record)}
 
+    def spawn_session(self, caller, body, spawn):
+        """A governed `spawned` child of a bound agent's session (the create tool with spawn)."""
+        self._require_admission()
+        record = self.observers["children"].spawn(caller, body, spawn)
+        self._catalog_changed("upserted", record)
+        self.services.observers.emit("created", record)
+        return {"session": self._resource(record)}
+
     def get_session(self, session_id, workspace=None):
         """Read one session (workspace-scoped when workspace is given)."""
         return {"session": self._resource(self._record(session_id, workspace), precise=True)}
@@ -177,7 +188,7 @@ class SessionManager:
         cursor = query.get("cursor")
         if cursor is not None and not is_valid_id(cursor, "sess"):
             raise invalid("cursor must be the next_cursor of an earlier page", field="cursor")
-        rows, has_more, total = self.catalog.list_sessions(self._list_filters(query), limit, cursor)
+        rows, has_more, total = self.catalog.list_sessions(list_filters(query, self.workspaces), limit, cursor)
         page = {"limit": limit, "total": total, "has_more": has_more,
                 "next_cursor": rows[-1][0] if has_more and rows else None}
         if encoded:
@@ -188,6 +199,7 @@ class SessionManager:
     def remove_session(self, session_id, workspace=None):
         """Stop a live session (verified), then delete its catalog row and directory."""
         session = self._session(session_id, workspace)
+        refuse_user_action(session.record, "removed")
         if session.state in LIVE_STATES:
             lifecycle.stop_for(self.stopper, session, StopCause.REMOVAL, "stop_unverified")
         self.store.remove(session.record)  # raises with the session whole when it cannot remove it
@@ -382,21 +394,6 @@ class SessionManager:
             if session is None:
                 session = self.live[record.id] = LiveSession(self.services, record)
         return session
-
-    def _list_filters(self, query):
-        filters = {"archive": query.get("archive", "exclude")}
-        if filters["archive"] not in ("exclude", "only", "include"):
-            raise invalid("archive must be exclude, only or include", field="archive")
-        if query.get("workspace") is not None:
-            filters["workspace_id"] = self.workspaces.resolve(query["workspace"])["id"]
-        for name, column in (("parent", "parent_session_id"), ("root", "root_session_id")):
-            if query.get(name) is not None:
-                filters[column] = validate_id(query[name], "sess", field=name)
-        if query.get("state") is not None:
-            filters["state"] = v.check_body({"state": query["state"]}, {"state": v.LIST_QUERY["state"]})["state"]
-        if query.get("agent") is not None:
-            filters["agent_name"] = query["agent"]
-        return filters
 
     def _list_row_text(self, session_id, text, rendered):
         live = self.live.get(session_id)

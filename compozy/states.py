@@ -163,6 +163,8 @@ class StopCause(StrEnum):
     PROCESS_EXIT = "process_exit"
     REMOVAL = "removal"
     ARCHIVE = "archive"
+    TTL_EXPIRED = "ttl_expired"  # a spawned child outlived its TTL
+    PARENT_STOPPED = "parent_stopped"  # a spawned child's parent stopped
 
 
 STOP_REASON_BY_CAUSE = {
@@ -173,6 +175,8 @@ STOP_REASON_BY_CAUSE = {
     StopCause.PROCESS_EXIT: StopReason.AGENT_CRASHED,
     StopCause.REMOVAL: StopReason.USER_CANCELED,
     StopCause.ARCHIVE: StopReason.USER_CANCELED,
+    StopCause.TTL_EXPIRED: StopReason.TIMEOUT,
+    StopCause.PARENT_STOPPED: StopReason.OWNER_RELEASED,
 }
 
 

@@ -85,7 +85,9 @@ SESSION_FIELDS = dict(
     fences=FENCES, runtime=RUNTIME, lineage=LINEAGE, activity=obj(["last_activity_at"], last_activity_at=nullable(STRING)),
     health=HEALTH, supervision=SUPERVISION, escalated=BOOLEAN, verified=nullable(BOOLEAN),
     stop_reason=enum(StopReason), stop_detail=STRING, failure=FAILURE, attention=nullable(STRING),
-    derivation=ref("Derivation"))
+    derivation=ref("Derivation"),
+    spawn=obj(["role", "ttl", "expires_at", "permissions"], role=STRING, ttl=STRING, expires_at=TIMESTAMP,
+              permissions=obj(["mode", "parent_mode"], mode=STRING, parent_mode=STRING)))
 SESSION_REQUIRED = ("id", "name", "type", "state", "agent_name", "workspace_id", "cwd", "created_at", "updated_at",
                     "archived", "fences", "runtime", "lineage", "activity", "health", "supervision", "escalated")
 EVENT = obj(["id", "session_id", "sequence", "turn_id", "type", "agent_name", "workspace_id", "content", "timestamp"],

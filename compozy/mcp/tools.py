@@ -20,7 +20,7 @@ log = logging.getLogger("compozy.mcp")
 
 SELF_REFUSED = ("compozy__session_prompt", "compozy__session_stop", "compozy__session_archive")
 # Tool arguments the interface fixes whose behaviour is not built yet: refused rather than ignored.
-NOT_YET = {"spawn": "governed spawned children", "notify_on_complete": "reply wakes"}
+NOT_YET = {"notify_on_complete": "reply wakes"}
 NATIVE_STOP_DEPRECATION = "compozy__session_stop without an explicit wait is deprecated; send wait true or false"
 
 
@@ -58,10 +58,12 @@ def _call(manager, caller, operation, arguments):
         fields["wait"] = True  # the previous synchronous answer, with a deprecation note
     if "idempotency_key" in fields and "message_id" in (operation.body or {}) and "message_id" not in tool.fields:
         fields["message_id"] = _message_id(caller, fields["idempotency_key"])  # a prompt's, never a fork's cut
-    keywords = _keywords(operation, caller, target, fields)
+    facade, keywords = getattr(manager, operation.facade), _keywords(operation, caller, target, fields)
+    if options.get("spawn") is not None:  # a governed child: the daemon's own path, never the public create
+        facade, keywords = manager.spawn_session, {"caller": caller, "body": fields, "spawn": options["spawn"]}
     with manager.serving_tool_call(caller, f"{tool.name} {target or ''}".strip(), target or caller.workspace_id,
                                    changes=operation.method != "GET"):
-        document = dict(getattr(manager, operation.facade)(**keywords))
+        document = dict(facade(**keywords))
         if options.get("wait") and "prompt" in document:
             document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"])
     if legacy_stop:

@@ -4,10 +4,13 @@ auto titles. Each is an observer (compozy.session.records.observers) built here,
 Layer 4, in derive: the highest session sub-package, so it may wire concerns from every lower one.
 """
 
+from compozy.session.lifecycle.children import Children
 from compozy.session.lifecycle.hooks import Hooks
 
 
 def observe(manager):
     """Register the observers of a SessionManager's sessions; answers them by name."""
     observers = manager.services.observers
-    return {"hooks": observers.add(Hooks(manager.services))}
+    services = manager.services
+    return {"hooks": observers.add(Hooks(services)),
+            "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces))}

@@ -7,6 +7,7 @@ archived, unless the request asks to stop it first through the normal ladder.
 from compozy import validate as v
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
+from compozy.session.records.governed import refuse_user_action
 from compozy.states import SessionState, StopAnswer, StopCause
 
 LEGACY_STOP_WARNING = ("POST .../stop without an explicit wait is deprecated and will be removed in v0.5.0; "
@@ -16,6 +17,7 @@ LEGACY_STOP_WARNING = ("POST .../stop without an explicit wait is deprecated and
 def stop(stopper, session, body):
     """(StopAnswer, document): accepted, the outcome, already stopped (no document), or legacy."""
     body = v.check_body(body, v.STOP_FIELDS)
+    refuse_user_action(session.record, "stopped")
     wait = body.get("wait")
     outcome, accepted = stopper.request(session, StopCause.USER, wait=wait is not False)
     if not accepted:

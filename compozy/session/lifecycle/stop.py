@@ -20,7 +20,8 @@ KILL_GRACE = 5.0
 WORKER_SETTLE = 5.0
 STOP_DETAILS = {StopCause.INACTIVITY: "inactivity", StopCause.SHUTDOWN: "daemon shutdown",
                 StopCause.PROMPT_DEADLINE: "prompt deadline", StopCause.REMOVAL: "removed",
-                StopCause.ARCHIVE: "stopped to archive", StopCause.USER: "stop requested"}
+                StopCause.ARCHIVE: "stopped to archive", StopCause.USER: "stop requested",
+                StopCause.TTL_EXPIRED: "spawn ttl expired", StopCause.PARENT_STOPPED: "parent session stopped"}
 
 
 @dataclass

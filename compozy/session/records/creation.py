@@ -10,9 +10,10 @@ from compozy.session.records.store import new_record
 from compozy.states import CREATE_LINEAGE_KINDS, LineageKind
 
 
-def create_session(body, *, config, workspaces, store, caller=None):
+def create_session(body, *, config, workspaces, store, caller=None, spawn=None):
     """caller: the bound agent creating it (compozy.session.turns.identity.Caller), its parent by default
-    when the new session lands in the caller's workspace (creation provenance)."""
+    when the new session lands in the caller's workspace (creation provenance). spawn: the metadata of a
+    governed child (compozy.session.lifecycle.children), which makes it a `spawned` session."""
     body = v.check_body(body, v.CREATE_FIELDS)
     if ("workspace" in body) == ("workspace_path" in body):
         raise invalid("give exactly one of workspace or workspace_path")
@@ -25,9 +26,14 @@ def create_session(body, *, config, workspaces, store, caller=None):
     if caller is not None and "parent_session_id" not in body and caller.workspace_id == workspace["id"]:
         body["parent_session_id"] = caller.id
     lineage = _lineage(body, workspace, store, session_id)
-    record = new_record(session_id, name=body.get("name"), session_type=body.get("type", "user"),
-                            agent_name=agent.name, workspace_id=workspace["id"], cwd=workspace["path"],
-                            lineage=lineage)
+    session_type = body.get("type", "user")
+    if spawn is not None:
+        lineage, session_type = {**lineage, "kind": LineageKind.SPAWN.value, "spawn_role": spawn["role"]}, "spawned"
+    record = new_record(session_id, name=body.get("name"), session_type=session_type,
+                        agent_name=agent.name, workspace_id=workspace["id"], cwd=workspace["path"],
+                        lineage=lineage)
+    if spawn is not None:
+        record.extra["spawn"] = spawn
     return store.create(record)  # steps 2-5: directory, events.db, meta.json + catalog, active/unbound
 
 

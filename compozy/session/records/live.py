@@ -253,7 +253,7 @@ class RuntimeEvents:
         return self.requests.workspace_root(self.session)
 
     def files_denied(self):
-        return self.requests.files_denied()
+        return self.requests.files_denied(self.session)
 
     def exited(self, runtime):
         turn = self.session.turn

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass
 
 from compozy.ids import new_id
+from compozy.session.records.governed import permission_mode
 from compozy.session.records.workspaces import protected_homes, unsafe_reason
 from compozy.states import PermissionDecision, PermissionMode
 
@@ -47,11 +48,11 @@ class AgentRequests:
     def __init__(self, services):
         self.services = services
 
-    def mode(self):
-        return self.services.config["permissions.mode"]
+    def mode(self, session=None):
+        return permission_mode(self.services.config, session.record if session is not None else None)
 
-    def files_denied(self):
-        return self.mode() == PermissionMode.DENY_ALL
+    def files_denied(self, session=None):
+        return self.mode(session) == PermissionMode.DENY_ALL
 
     def workspace_root(self, session):
         """The canonical folder stored at registration (never re-resolved); None for a workspace
@@ -70,20 +71,20 @@ class AgentRequests:
         escaping = [p for p in ask.paths if inside(root, p) is None]
         details = {"tool_call_id": ask.tool_call_id, "title": ask.title, "action": ask.kind,
                    "resource": ask.paths[0] if ask.paths else None, "options": ask.option_ids}
-        decision = self._decide(ask.kind, escaping)
+        decision = self._decide(ask.kind, escaping, session)
         turn_id = session.current_turn_id()
         pending = PendingRequest(new_id("perm"), reply, turn_id, "permission", self.services.clock.monotonic())
         if decision is None:
             self._hold(session, pending, details)
             return
-        reason = "outside_workspace" if escaping else f"mode {self.mode()}"
+        reason = "outside_workspace" if escaping else f"mode {self.mode(session)}"
         session.append_event("permission", {"request_id": pending.request_id, **details,
                                             "decision": decision, "reason": reason}, turn_id)
         reply.answer(decision)
 
     def write(self, session, path, reply):
         """A file write inside the workspace: done at once under approve-all, else held for a person."""
-        if self.mode() == PermissionMode.APPROVE_ALL:
+        if self.mode(session) == PermissionMode.APPROVE_ALL:
             return reply.answer(PermissionDecision.ALLOW_ONCE.value)
         pending = PendingRequest(new_id("perm"), reply, session.current_turn_id(), "fs_write",
                                  self.services.clock.monotonic())
@@ -97,12 +98,12 @@ class AgentRequests:
                    "options": TOOL_OPTIONS}
         pending = PendingRequest(new_id("perm"), ToolCallReply(), session.current_turn_id(), "tool_call",
                                  self.services.clock.monotonic())
-        decision = self._decide(action, [])
+        decision = self._decide(action, [], session)
         if decision == PermissionDecision.ALLOW_ONCE:
             return decision
         if decision is not None:
             session.append_event("permission", {"request_id": pending.request_id, **details, "decision": decision,
-                                                "reason": f"mode {self.mode()}"}, pending.turn_id)
+                                                "reason": f"mode {self.mode(session)}"}, pending.turn_id)
             return decision
         self._hold(session, pending, details)
         while not pending.reply.decided.wait(SHUTDOWN_POLL):
@@ -110,10 +111,10 @@ class AgentRequests:
                 self.decide(session, pending.request_id, "cancelled", "cancelled")
         return pending.reply.decision
 
-    def _decide(self, kind, escaping):
+    def _decide(self, kind, escaping, session):
         if escaping:
             return PermissionDecision.REJECT_ONCE.value
-        mode = self.mode()
+        mode = self.mode(session)
         if mode == PermissionMode.APPROVE_ALL or (mode == PermissionMode.APPROVE_READS and kind in READ_KINDS):
             return PermissionDecision.ALLOW_ONCE.value
         if mode == PermissionMode.DENY_ALL:
