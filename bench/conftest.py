@@ -15,12 +15,19 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Daemons and agents start like an installed product, from compiled bytecode: this environment may
+# set PYTHONDONTWRITEBYTECODE (every start would compile every module again: ~0.5 s of a boot).
+# The bytecode goes to a cache outside the checkout.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), "compozy-bench-pycache"))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -2,13 +2,15 @@
 
 Layer 3. The agent runs in its own session and process group. stdout is read on a dedicated
 thread that never dies on garbage; stderr is drained into a bounded ring so a chatty agent
-never blocks; stdin is written by its own thread so a stuck agent never blocks a caller.
+never blocks; stdin is non-blocking: a message is written by its caller when the pipe takes it
+whole, else (a full pipe, a stuck agent) by a writer thread, so a caller never blocks.
 """
 
 import itertools
 import logging
 import os
 import queue
+import select
 import subprocess
 import threading
 from collections import deque
@@ -103,6 +105,9 @@ class AgentProcess:
         self._pending = {}
         self._pending_lock = threading.Lock()
         self._outbox = queue.SimpleQueue()
+        self._send_lock = threading.Lock()
+        self._queued = 0  # messages handed to the writer thread and not yet written whole
+        self._stdin_closed = False
         self._stderr = deque()
         self._stderr_size = 0
         self._stderr_lock = threading.Lock()
@@ -117,6 +122,7 @@ class AgentProcess:
         """Spawn and record identity; OSError (missing command, bad cwd) propagates."""
         self.spawn = AgentSpawn(self.argv, self.cwd, self.env)
         self.identity = proc.identify(self.spawn.pid)
+        os.set_blocking(self.spawn.proc.stdin.fileno(), False)
         for target, name in ((self._read_stdout, "stdout"), (self._drain_stderr, "stderr"),
                              (self._write_stdin, "stdin")):
             threading.Thread(target=target, name=f"{self.label}-{name}", daemon=True).start()
@@ -135,7 +141,7 @@ class AgentProcess:
         return self.spawn is not None and not self.exited.is_set() and self.spawn.proc.poll() is None
 
     def close_stdin(self):
-        self._outbox.put(None)
+        self._enqueue(None)
 
     def wait_exit(self, timeout):
         """True once the process has exited (and been reaped) within timeout."""
@@ -197,19 +203,57 @@ class AgentProcess:
         self._send(protocol.make_error(request_id, code, message, data))
 
     def _send(self, message):
-        self._outbox.put(protocol.encode(message))
+        """Written here when nothing waits for the writer thread and the pipe takes it (a thread
+        hand-off cost 0.3-0.9 ms a message); what the pipe does not take goes to the thread, in order."""
+        data = protocol.encode(message)
+        with self._send_lock:
+            if self._stdin_closed:
+                return
+            if not self._queued:
+                written = self._write_some(data)
+                if written is None or written == len(data):
+                    return  # None: the agent is gone; the stdout reader reports the exit
+                data = data[written:]
+            self._queued += 1
+        self._outbox.put(data)
+
+    def _enqueue(self, data):
+        with self._send_lock:
+            self._queued += 1
+        self._outbox.put(data)
+
+    def _write_some(self, data):
+        """How much of data the pipe took at once (0 when full); None when the agent is gone."""
+        try:
+            return os.write(self.spawn.proc.stdin.fileno(), data)
+        except BlockingIOError:
+            return 0
+        except (OSError, ValueError):
+            return None
 
     def _write_stdin(self):
         while True:
             data = self._outbox.get()
-            try:
-                if data is None:
-                    self.spawn.sendeof()
-                    return
-                self.spawn.send(data)
-            except (BrokenPipeError, OSError, ValueError):
-                _close(self.spawn.proc.stdin)
-                return  # the agent is gone; the stdout reader reports the exit
+            if data is None or not self._write_all(data):
+                with self._send_lock:  # no caller writes to a descriptor being closed
+                    self._stdin_closed = True
+                    _close(self.spawn.proc.stdin)
+                return  # at EOF, or the agent is gone: the stdout reader reports the exit
+            with self._send_lock:
+                self._queued -= 1
+
+    def _write_all(self, data):
+        view = memoryview(data)
+        poller = select.poll()  # select() fails on descriptors past 1,024
+        poller.register(self.spawn.proc.stdin.fileno(), select.POLLOUT)
+        while view:
+            written = self._write_some(view)
+            if written is None:
+                return False
+            view = view[written:]
+            if view:
+                poller.poll(1000)
+        return True
 
     # -- JSON-RPC in ---------------------------------------------------------------------
 
@@ -299,7 +343,7 @@ class AgentProcess:
             log.warning("%s closed stdout but pid %s is still running", self.label, self.pid)
         for call in pending:
             call.resolve(error=AgentExited(f"{self.label} exited before answering {call.method}"))
-        self._outbox.put(None)  # lets the stdin writer close its pipe and finish
+        self._enqueue(None)  # lets the stdin writer close its pipe and finish
         with self._pending_lock:
             if self._aside is not None:
                 self._aside.put(None)  # the request worker finishes what is queued, then ends

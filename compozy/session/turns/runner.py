@@ -22,6 +22,9 @@ WAIT_SLICE = 1.0
 # Events an idle session keeps in memory for viewers (a turn may fill the whole ring): without
 # this, RSS grew with every turn until each live session's ring was full (bench_memory.py).
 IDLE_FEED_ITEMS = 64
+# A session's worker waits this long for the next turn before its thread ends (a new thread per
+# turn cost ~0.3 ms of every warm prompt's admission).
+PARKED_WORKER_SECONDS = 30.0
 
 
 class Runner:
@@ -39,6 +42,8 @@ class Runner:
             session.worker = threading.Thread(target=self._loop, args=(session,), name=f"turns-{session.id}",
                                               daemon=True)
             session.worker.start()
+        else:
+            session.worker_wake.set()  # the worker is parked, or about to park: it takes this turn
 
     def cancel(self, session, reason):
         """Cooperative cancel of the current turn: the agent is asked to cancel, pending requests answered."""
@@ -55,6 +60,21 @@ class Runner:
         return turn
 
     def _loop(self, session):
+        while self._run_turns(session):
+            pass
+
+    def _parked(self, session):
+        """Wait for a next turn on this thread; False (and no worker) when none came in time."""
+        session.worker_wake.wait(PARKED_WORKER_SECONDS)
+        with session.lock:
+            session.worker_wake.clear()
+            if session.turn is not None:
+                return True
+            session.worker = None
+            return False
+
+    def _run_turns(self, session):
+        """The current turn and whatever follows it; then park. True when a new turn came meanwhile."""
         turn = session.turn
         while turn is not None:
             try:
@@ -70,9 +90,9 @@ class Runner:
                 self._advance(session, turn)
                 turn = session.turn
                 if turn is None:
-                    session.worker = None
                     session.idle_since = self.services.clock.monotonic()
                     session.feed.trim(IDLE_FEED_ITEMS)
+        return self._parked(session)
 
     def _advance(self, session, turn):
         """With session.lock held: the turn is over, so the next queued entry (or nothing) is current."""
