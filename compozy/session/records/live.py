@@ -57,7 +57,7 @@ class LiveSession:
         self.candidate = None  # the runtime being bound, before it serves the session
         self.turn = None
         self.worker = None
-        self.worker_wake = threading.Event()  # a new turn for a parked worker (session/turns/runner.py)
+        self.worker_wake = threading.Event()  # a new turn for a parked worker (see the runner)
         self.stop_operation = None
         self.permissions = {}  # request_id -> PendingPermission
         self.inflight = {}  # idempotency_key -> Turn still binding
