@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from compozy.errors import invalid
 from compozy.states import BusyMode, PermissionDecision, SessionState, SessionType
+from compozy.text import one_line
 
 
 @dataclass(frozen=True)
@@ -20,10 +21,17 @@ class Field:
     maximum: int | None = None
     fields: dict | None = None  # the spec of an object's members (checked by the owner of the object)
     items: dict | None = None   # the spec of each object in a list (likewise)
+    label: bool = False  # a name people read: no control characters, no bidi overrides
 
 
 def text(required=False, max_length=None, choices=()):
     return Field((str,), required, max_length, tuple(str(c) for c in choices))
+
+
+def label(required=False, max_length=None):
+    """A name shown on one line of a terminal: CR, LF, escape sequences and right-to-left overrides
+    (which make a name read as another) are refused."""
+    return Field((str,), required, max_length, label=True)
 
 
 def boolean(required=False):
@@ -73,6 +81,8 @@ def _check_value(name, value, field):
         raise invalid(f"{name} must be one of {', '.join(map(str, field.choices))}", field=name)
     if isinstance(value, str) and "\x00" in value:
         raise invalid(f"{name} must not contain NUL characters", field=name)
+    if field.label and one_line(value) != value:
+        raise invalid(f"{name} must not contain control characters or bidirectional overrides", field=name)
     return value
 
 
@@ -144,10 +154,10 @@ ACP_OPTION_FIELDS = {"id": text(required=True, max_length=200), "value_id": text
                      "bool_value": boolean()}
 RUNTIME_FIELDS = {name: text(max_length=200) for name in ("provider", "model", "reasoning_effort", "speed")} | {
     "acp_options": sequence(items=ACP_OPTION_FIELDS)}
-WORKSPACE_FIELDS = {"name": text(required=True), "path": text(required=True)}
+WORKSPACE_FIELDS = {"name": label(required=True), "path": text(required=True)}
 CREATE_FIELDS = {
     "agent_name": text(max_length=64),
-    "name": text(max_length=200),
+    "name": label(max_length=200),
     "workspace": text(max_length=300),
     "workspace_path": text(max_length=4096),
     "parent_session_id": text(max_length=64),
@@ -171,9 +181,9 @@ FENCE_FIELDS = {name: integer(minimum=0, maximum=SQLITE_MAX_INTEGER) for name in
 CONTINUE_FIELDS = {"agent_name": text(required=True, max_length=64),
                    "idempotency_key": text(required=True, max_length=200),
                    "runtime": mapping(fields=RUNTIME_FIELDS), "route": integer(minimum=1, maximum=1000),
-                   "name": text(max_length=200), "message": text(), **FENCE_FIELDS}
+                   "name": label(max_length=200), "message": text(), **FENCE_FIELDS}
 FORK_FIELDS = {"idempotency_key": text(required=True, max_length=200), "message_id": text(max_length=200),
-               "name": text(max_length=200), **FENCE_FIELDS}
+               "name": label(max_length=200), **FENCE_FIELDS}
 REWIND_FIELDS = {"message_id": text(required=True, max_length=200),
                  "idempotency_key": text(required=True, max_length=200),
                  **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}

@@ -4,6 +4,7 @@ The workspace boundary: an agent's client file requests never reach outside the 
 when a path is swapped for a symlink while a write waits for approval.
 """
 
+import json
 import os
 
 import pytest
@@ -79,5 +80,40 @@ def test_a_prompt_of_a_million_bytes_of_non_ascii_text_completes(daemon, workspa
             with pytest.raises(Exception) as error:
                 api.call("POST", spath(session, "prompt"), {"message": refused})
             assert error.value.code == "invalid_request"
+    finally:
+        api.call("POST", spath(session, "stop"), {"wait": True})
+
+
+HOSTILE = ("\x1b", "\x07", "\u202e", "\x9b")
+
+
+def test_the_cli_shows_hostile_names_and_agent_text_escaped_and_json_exact(daemon, tmp_path):
+    """Issue 14, finding 6: a folder name and agent text that would retitle the terminal, write its
+    clipboard (OSC 52), clear it, reverse text or forge a row reach every human-readable output escaped."""
+    from tests.harness.cli import run_cli
+
+    workspace = tmp_path / "ws\x1b]0;pwned\x07\nsess_01FORGED  active"
+    workspace.mkdir()
+    api = Client(daemon.socket_url, timeout=60)
+    session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
+    try:
+        hostile = "\x1b]52;c;ZXZpbA==\x07 hi \u202egnp.exe \x9b2J\nsecond line"
+        turn_id = api.call("POST", spath(session, "prompt"), {"message": hostile})[1]["prompt"]["turn_id"]
+        wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn")
+        sid = session["id"]
+        outputs = {args: run_cli(daemon.home, *args) for args in [
+            ("session", "list"), ("session", "status", sid), ("workspace", "list"), ("session", "history", sid),
+            ("session", "events", sid), ("session", "prompt", sid, "again \x1b[2J\u202e")]}
+        for args, result in outputs.items():
+            assert result.returncode == 0, (args, result.stderr)
+            shown = result.stdout + result.stderr
+            assert not any(char in shown for char in HOSTILE), (args, shown)
+        assert len(outputs[("session", "list")].stdout.strip().splitlines()) == 1  # no forged row
+        assert len(outputs[("workspace", "list")].stdout.strip().splitlines()) == 1
+        assert "\\x1b]0;pwned\\x07\\nsess_01FORGED" in outputs[("workspace", "list")].stdout
+        assert "echo: \\x1b]52;c;ZXZpbA==\\x07 hi \\u202egnp.exe \\x9b2J\nsecond line" in \
+            outputs[("session", "history", sid)].stdout  # a message body keeps its lines
+        exact = run_cli(daemon.home, "session", "list", "-o", "json")
+        assert json.loads(exact.stdout)["sessions"][0]["cwd"] == str(workspace)
     finally:
         api.call("POST", spath(session, "stop"), {"wait": True})

@@ -9,6 +9,7 @@ from compozy.cli.completion import session_argument
 from compozy.cli.main import choice
 from compozy.cli.output import emit, output_option
 from compozy.cli.session import session
+from compozy.text import one_line
 
 
 @session.command("events")
@@ -37,7 +38,7 @@ def _event_line(event):
     detail = content.get("text") or content.get("stop_reason") or content.get("error") or \
         (content.get("marker") or {}).get("summary") or content.get("title") or \
         " ".join(str(content[k]) for k in ("tool_call_id", "status", "request_id", "decision") if content.get(k))
-    return f"#{event['sequence']:<6} {event['timestamp'][11:23]}  {event['type']:<26} {str(detail)[:80]}"
+    return f"#{event['sequence']:<6} {event['timestamp'][11:23]}  {event['type']:<26} {one_line(detail)[:80]}"
 
 
 @session.command("history")

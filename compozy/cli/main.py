@@ -11,6 +11,7 @@ import click
 from compozy import __version__
 from compozy.api import OPS
 from compozy.errors import CompozyError
+from compozy.text import one_line
 
 USAGE_EXIT = 2  # a missing argument or an unknown flag, as click and most CLIs exit
 
@@ -85,7 +86,7 @@ def main(argv=None):
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:
-        click.echo(f"Error: {exc.code}: {exc.message}", err=True)
+        click.echo(f"Error: {exc.code}: {one_line(exc.message)}", err=True)
         sys.exit(1)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
@@ -94,7 +95,7 @@ def main(argv=None):
         # Bad flags are bad input like any other: one error vocabulary on every surface.
         if exc.ctx is not None:
             click.echo(exc.ctx.get_usage(), err=True)
-        click.echo(f"Error: invalid_request: {exc.format_message()}", err=True)
+        click.echo(f"Error: invalid_request: {one_line(exc.format_message())}", err=True)
         sys.exit(USAGE_EXIT)
     except click.ClickException as exc:
         exc.show()

@@ -9,6 +9,8 @@ import sys
 
 import click
 
+from compozy.text import multi_line, one_line
+
 FORMATS = ("text", "json")
 
 
@@ -30,7 +32,7 @@ def quiet_option(what="IDs"):
 
 def table(rows, headers, empty):
     """Aligned columns; the header line only on a terminal, so pipes get bare rows."""
-    rows = [[str(cell) for cell in row] for row in rows]
+    rows = [[one_line(cell) for cell in row] for row in rows]
     if not rows:
         return empty
     shown = ([headers] if on_terminal() else []) + rows
@@ -52,9 +54,25 @@ def emit(document, output, text=None):
     elif output == "jsonl":
         click.echo(json.dumps(document, separators=(",", ":")))
     else:
-        shown = text(document) if text else json.dumps(document, indent=2)
+        shown = text(readable(document)) if text else json.dumps(document, indent=2)
         if shown:  # a quiet list with nothing in it prints nothing
             click.echo(shown)
+
+
+MULTI_LINE_FIELDS = ("text",)  # message bodies keep their lines; every other field is one line
+
+
+def readable(value, key=None):
+    """The document as a person's terminal may show it: control characters, CR and LF and bidi overrides
+    in names, paths and summaries escaped (they could retitle or clear the terminal, write its clipboard,
+    forge a row or reverse text); message bodies keep their newlines. `-o json` stays exact."""
+    if isinstance(value, str):
+        return multi_line(value) if key in MULTI_LINE_FIELDS else one_line(value)
+    if isinstance(value, dict):
+        return {name: readable(item, name) for name, item in value.items()}
+    if isinstance(value, list):
+        return [readable(item, key) for item in value]
+    return value
 
 
 SESSION_HEADERS = ("ID", "STATE", "AGENT", "RUNTIME", "NAME")

@@ -11,10 +11,11 @@ import click
 
 from compozy.cli.completion import session_argument
 from compozy.cli.main import choice
-from compozy.cli.output import colour, emit, output_option, quiet_option, table
+from compozy.cli.output import colour, emit, output_option, quiet_option, readable, table
 from compozy.cli.session import session
 from compozy.errors import CompozyError
 from compozy.ids import new_id
+from compozy.text import one_line
 
 
 def runtime_options(command):
@@ -119,7 +120,7 @@ def interrupted(obj, session_id, cancel):
         answer = obj.call("session.cancel", session_id=session_id)
         click.echo(f"cancelling turn {answer['cancel']['turn_id']}", err=True)
     except CompozyError as exc:
-        click.echo(f"Error: {exc.code}: {exc.message}", err=True)
+        click.echo(f"Error: {exc.code}: {one_line(exc.message)}", err=True)
     return 130
 
 
@@ -161,7 +162,7 @@ def _admission_line(admission):
 
 
 def _print_event(record):
-    kind, content = record["type"], record["content"]
+    kind, content = record["type"], readable(record["content"])
     if kind == "agent_message":
         click.echo(content.get("text", ""), nl=False)
     elif kind == "thought":
