@@ -272,7 +272,7 @@ OPERATIONS = (
     Operation("GET", S + "/stream", "session.stream", "stream",
               "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},
-              stream="always"),
+              stream="always", cli=_session_cli("session attach")),
 )
 OPS = {operation.name: operation for operation in OPERATIONS}
 TOOLS = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}

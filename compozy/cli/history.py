@@ -3,9 +3,13 @@
 Layer 6 (surface).
 """
 
+import json
+import sys
+
 import click
 
 from compozy.cli.completion import session_argument
+from compozy.cli.follow import Follower
 from compozy.cli.main import choice
 from compozy.cli.output import emit, output_option
 from compozy.cli.session import session
@@ -20,17 +24,46 @@ from compozy.text import one_line
 @click.option("--turn", "turn_id", help="one turn's events")
 @click.option("--type", help="comma-separated event types")
 @click.option("--archive", type=choice("session.events", "archive"), help="archived events (default active)")
+@click.option("-f", "--follow", is_flag=True, help="then print events as they are committed, until interrupted "
+              "(-o json: one record a line)")
 @output_option()
 @click.pass_obj
-def events(obj, output, **filters):
+def events(obj, output, follow, **filters):
     """Event records in ascending sequence.
 
     \b
     Example:
       compozy session events sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --last 50 --type agent_message,done
+      compozy session events 01J9Z3K6 --follow
     """
-    document = obj.call("session.events", **filters)
-    emit(document, output, lambda d: "\n".join(_event_line(e) for e in d["events"]) or "no events")
+    if follow and (filters["before_sequence"] is not None or filters["archive"] not in (None, "active")):
+        raise click.UsageError("--follow reads what comes next: not with --before or --archive")
+    if not follow:
+        document = obj.call("session.events", **filters)
+        emit(document, output, lambda d: "\n".join(_event_line(e) for e in d["events"]) or "no events")
+        return
+    try:
+        _follow(obj, output, filters)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _follow(obj, output, filters):
+    # The session first: its last sequence is where following starts when the read shows nothing.
+    follower = Follower(obj, obj.call("session.get", session_id=filters["session_id"])["session"])
+    shown = obj.call("session.events", **filters)["events"]
+    if shown:
+        follower.last = shown[-1]["sequence"]  # what a filter left out before it was not wanted either
+    wanted = set(filters["type"].split(",")) if filters["type"] else None
+    for record in shown:
+        _print_line(record, output)
+    for record in follower.records():
+        if (wanted is None or record["type"] in wanted) and filters["turn_id"] in (None, record.get("turn_id")):
+            _print_line(record, output)
+
+
+def _print_line(record, output):
+    click.echo(json.dumps(record, separators=(",", ":")) if output == "json" else _event_line(record))
 
 
 def _event_line(event):

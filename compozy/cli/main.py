@@ -76,13 +76,14 @@ def cli(ctx, url):
     Example:
       compozy daemon start
       compozy session prompt "$(compozy session new -q)" "hello"
+      compozy session attach 01J9Z3K6
     """
     ctx.obj = Context(url)
 
 
 def main(argv=None):
-    from compozy.cli import (agent, completion, daemon, derive, history, lifecycle, mcp, prompting,  # noqa: F401
-                             session, workspace)
+    from compozy.cli import (agent, attach, completion, daemon, derive, history, lifecycle, mcp,  # noqa: F401
+                             prompting, session, workspace)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

@@ -11,7 +11,8 @@ import click
 
 from compozy.cli.completion import session_argument
 from compozy.cli.main import choice
-from compozy.cli.output import colour, emit, output_option, quiet_option, readable, table
+from compozy.cli.output import emit, output_option, quiet_option, table
+from compozy.cli.render import admission_line, print_event
 from compozy.cli.session import session
 from compozy.errors import CompozyError
 from compozy.ids import new_id
@@ -90,7 +91,7 @@ def prompt(obj, session_id, message, message_file, mode, expected_turn_id, messa
                   expected_turn_id=expected_turn_id, runtime=runtime_body(**runtime) or None)
     if detach:
         document = obj.call("session.prompt", **fields)
-        emit(document, output, lambda d: _admission_line(d["prompt"]))
+        emit(document, output, lambda d: admission_line(d["prompt"]))
         return
     try:
         sys.exit(follow_prompt(obj.stream("session.prompt", **fields), output))
@@ -133,13 +134,13 @@ def follow_prompt(frames, output):
                 if output == "jsonl":
                     click.echo(json.dumps({"prompt": data}, separators=(",", ":")))
                 elif output == "text":
-                    click.echo(_admission_line(data), err=True)
+                    click.echo(admission_line(data), err=True)
                 continue
             last = data
             if output == "jsonl":
                 click.echo(json.dumps(data, separators=(",", ":")))
             elif output == "text":
-                _print_event(data)
+                print_event(data)
     except (OSError, ValueError) as exc:
         raise CompozyError("daemon_unavailable", f"the stream ended early: {exc}") from None
     if output == "json":
@@ -150,33 +151,6 @@ def follow_prompt(frames, output):
         click.echo("Error: daemon_unavailable: the stream ended before the turn did", err=True)
         return 1
     return 0 if last["type"] == "done" and last["content"].get("stop_reason") != "cancelled" else 1
-
-
-def _admission_line(admission):
-    line = f"{admission['disposition']} turn {admission['turn_id']}"
-    if admission.get("steer_delivery"):
-        line += f" ({admission['steer_delivery']})"
-    if admission.get("entry_id"):
-        line += f" entry {admission['entry_id']}"
-    return line + (" (replayed)" if admission.get("replayed") else "")
-
-
-def _print_event(record):
-    kind, content = record["type"], readable(record["content"])
-    if kind == "agent_message":
-        click.echo(content.get("text", ""), nl=False)
-    elif kind == "thought":
-        click.echo(colour(content.get("text", ""), err=True, dim=True), nl=False, err=True)
-    elif kind == "tool_call" and not content.get("update"):
-        click.echo(f"\n[tool {content.get('title') or content.get('tool_call_id')}]", err=True)
-    elif kind == "permission" and "decision" not in content:
-        click.echo(f"\n[permission pending: {content.get('request_id')} {content.get('title') or ''}]", err=True)
-    elif kind == "done":
-        click.echo("")
-        if content.get("stop_reason") != "end_turn":
-            click.echo(f"[{content.get('stop_reason')}]", err=True)
-    elif kind == "error":
-        click.echo(f"\nError: {content.get('error')}", err=True)
 
 
 @session.command("cancel")
@@ -280,7 +254,7 @@ def input_steer(obj, session_id, entry, message, expected_turn_id, message_id, i
     _check_identity(message_id, idempotency_key)
     document = obj.call("session.input.steer", session_id=session_id, entry=entry, message=message or None,
                         expected_turn_id=expected_turn_id, message_id=message_id, idempotency_key=idempotency_key)
-    emit(document, output, lambda d: _admission_line(d["prompt"]))
+    emit(document, output, lambda d: admission_line(d["prompt"]))
 
 
 @input_group.command("cancel")

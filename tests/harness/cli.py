@@ -1,5 +1,6 @@
 """The real `compozy` command for tests: in a pipe (subprocess) or on a pseudo-terminal (pexpect)."""
 
+import io
 import subprocess
 import sys
 
@@ -17,9 +18,12 @@ def run_cli(home, *args, extra_env=None, input_text=None, timeout=CLI_TIMEOUT):
 
 
 def spawn_cli(home, *args, extra_env=None, timeout=CLI_TIMEOUT):
-    """`compozy ARGS` on a pseudo-terminal, as a person runs it; the caller expects and sends."""
-    return pexpect.spawn(sys.executable, [ENTRY, *args], cwd=str(ROOT), env=test_environment(home, extra_env),
-                         encoding="utf-8", timeout=timeout, dimensions=(40, 200))
+    """`compozy ARGS` on a pseudo-terminal, as a person runs it; the caller expects and sends.
+    Everything it printed stays in child.logfile_read.getvalue()."""
+    child = pexpect.spawn(sys.executable, [ENTRY, *args], cwd=str(ROOT), env=test_environment(home, extra_env),
+                          encoding="utf-8", timeout=timeout, dimensions=(40, 200))
+    child.logfile_read = io.StringIO()
+    return child
 
 
 def on_terminal(home, *args, extra_env=None):

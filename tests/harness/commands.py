@@ -6,8 +6,8 @@ from compozy.cli.main import cli
 
 
 def cli_commands():
-    from compozy.cli import (agent, completion, daemon, derive, history, lifecycle, prompting,  # noqa: F401 (register)
-                             session, workspace)
+    from compozy.cli import (agent, attach, completion, daemon, derive, history, lifecycle,  # noqa: F401 (register)
+                             prompting, session, workspace)
     return dict(_walk(cli, ""))
 
 

@@ -1,0 +1,174 @@
+"""`compozy session attach`: a terminal on a live session.
+
+Layer 6 (surface). One thread follows the session's committed events (resuming by sequence after a
+dropped connection) and prints them; the main thread reads lines and sends them as prompts (the
+daemon applies the configured busy mode while a turn runs), runs slash commands, and answers
+pending permission requests by number or name. Ctrl-D detaches: the session goes on.
+"""
+
+import sys
+import threading
+
+import click
+
+from compozy.cli.completion import session_argument
+from compozy.cli.follow import Follower
+from compozy.cli.render import (admission_line, conversation_line, decision_of, options_of, permission_prompt,
+                                print_event)
+from compozy.cli.session import session
+from compozy.errors import CompozyError
+from compozy.ids import new_id
+from compozy.text import one_line
+
+PROMPT_MODES = ("queue", "steer", "interrupt")
+HELP = """type a message to prompt the session (while a turn runs, the configured busy mode applies)
+  /queue TEXT      run TEXT after the current turn
+  /steer TEXT      steer the current turn with TEXT
+  /interrupt TEXT  cancel the current turn and run TEXT instead
+  /cancel          cancel the current turn
+  /stop            stop the session (its agent process exits; a prompt starts it again)
+  /help            this help
+  Ctrl-D           detach (the session goes on)
+a pending permission request is answered by typing an option's number or name"""
+
+
+class Attached:
+    def __init__(self, obj, resource):
+        self.obj, self.session_id, self.workspace = obj, resource["id"], resource["workspace_id"]
+        self.follower = Follower(obj, resource)
+        self.lock = threading.Lock()
+        self.pending = {}  # request_id -> the permission event's content, oldest first
+        self.sent = set()  # message IDs typed here: the terminal shows them already
+        self.ended = None
+
+    # -- the follower thread ------------------------------------------------------------------
+
+    def show(self, record):
+        content = record["content"]
+        if record["type"] == "permission":
+            with self.lock:
+                if content.get("decision"):
+                    self.pending.pop(content["request_id"], None)
+                else:
+                    self.pending[content["request_id"]] = content
+                    click.echo(permission_prompt(content), err=True)
+                    return
+        if record["type"] == "user_message" and content.get("message_id") in self.sent:
+            return
+        line = conversation_line(record)
+        if line is not None:
+            click.echo(line, err=True)
+        else:
+            print_event(record)
+
+    def follow(self):
+        try:
+            for record in self.follower.records():
+                self.show(record)
+        except CompozyError as exc:
+            self.ended = f"Error: {exc.code}: {one_line(exc.message)}"
+            click.echo(f"\n{self.ended}", err=True)
+
+    # -- the typing thread --------------------------------------------------------------------
+
+    def handle(self, line):
+        text = line.strip()
+        if not text:
+            return
+        if self.answer(text):
+            return
+        if not text.startswith("/"):
+            return self.prompt(text, None)
+        command, _, rest = text[1:].partition(" ")
+        if command in PROMPT_MODES:
+            return self.prompt(rest.strip(), command) if rest.strip() else self.say(f"/{command} needs a message")
+        actions = {"cancel": self.cancel, "stop": self.stop, "help": lambda: self.say(HELP)}
+        if command not in actions:
+            return self.say(f"unknown command /{command}; /help lists them")
+        actions[command]()
+
+    def answer(self, text):
+        """A number or an option's name answers the oldest pending permission request."""
+        with self.lock:
+            if not self.pending:
+                return False
+            request_id, content = next(iter(self.pending.items()))
+        options = options_of(content)
+        chosen = [o for n, o in enumerate(options, 1)
+                  if text == str(n) or text.lower() in (str(o.get("name", "")).lower(), o["option_id"].lower())]
+        if not chosen:
+            return False
+        self.call("session.approve", request_id=request_id, decision=decision_of(chosen[0]))
+        return True
+
+    def prompt(self, message, mode):
+        message_id = new_id("msg")
+        self.sent.add(message_id)
+        answer = self.call("session.prompt", message=message, mode=mode, message_id=message_id,
+                           idempotency_key=new_id("idem"))
+        if answer and answer["prompt"]["disposition"] != "started":
+            self.say(admission_line(answer["prompt"]))
+
+    def cancel(self):
+        answer = self.call("session.cancel")
+        if answer:
+            self.say(f"cancelling turn {answer['cancel']['turn_id']}")
+
+    def stop(self):
+        if self.call("session.stop", wait=False) is not None:
+            self.say("stopping the session")
+
+    def call(self, name, **fields):
+        try:
+            return self.obj.call(name, session_id=self.session_id, workspace=self.workspace, **fields)
+        except CompozyError as exc:
+            self.say(f"Error: {exc.code}: {one_line(exc.message)}")
+            return None
+
+    def say(self, text):
+        click.echo(text, err=True)
+
+
+@session.command("attach")
+@session_argument
+@click.option("--last", type=click.IntRange(0, 1000), default=50, show_default=True,
+              help="show the newest N events first")
+@click.pass_obj
+def attach(obj, session_id, last):
+    """Follow a session live and prompt it from this terminal; Ctrl-D detaches, the session goes on.
+
+    Every event is shown as it is committed (after a dropped connection, from where it stopped).
+    What you type is sent as a prompt; while a turn runs the configured busy mode applies, or
+    use /queue, /steer or /interrupt. /cancel cancels the turn, /stop stops the session. A
+    pending permission request is answered by typing an option's number or name.
+
+    \b
+    Example:
+      compozy session attach 01J9Z3K6
+      compozy session attach sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --last 0
+    """
+    resource = obj.call("session.get", session_id=session_id)["session"]
+    attached = Attached(obj, resource)
+    if last:
+        recent = obj.call("session.events", session_id=resource["id"], workspace=resource["workspace_id"], limit=last)
+        for record in recent["events"]:
+            attached.show(record)
+            attached.follower.last = record["sequence"]
+    click.echo(f"\nattached to {resource['id']} ({resource['agent_name']}, {resource['state']}); type a prompt, "
+               f"/help for commands, Ctrl-D to detach", err=True)
+    threading.Thread(target=attached.follow, daemon=True).start()
+    sys.exit(_type_lines(attached))
+
+
+def _type_lines(attached):
+    while attached.ended is None:
+        try:
+            line = input()
+        except EOFError:
+            click.echo(f"detached; {attached.session_id} goes on", err=True)
+            return 0
+        except KeyboardInterrupt:
+            click.echo("\n(Ctrl-D detaches; /cancel cancels the turn)", err=True)
+            continue
+        attached.handle(line)
+    return 1

@@ -1,0 +1,176 @@
+"""`session attach`, `session events --follow` and Ctrl-C in `session prompt`, driven through a
+pseudo-terminal (pexpect) against a real daemon and the reference agent."""
+
+import re
+import signal
+
+import pexpect
+import pytest
+
+from tests.harness.cli import cli_json, run_cli, spawn_cli
+from tests.test_daemon import wait_for
+
+
+@pytest.fixture
+def approve_reads(home):
+    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+
+
+def create(home, workspace):
+    return cli_json(home, "session", "new", "--cwd", str(workspace))["session"]["id"]
+
+
+def open_gate(workspace, name):
+    gates = workspace / ".compozy-gates"
+    gates.mkdir(exist_ok=True)
+    (gates / name).touch()
+
+
+def events_of(home, sid, kind):
+    return cli_json(home, "session", "events", sid, "--type", kind)["events"]
+
+
+def attach(home, sid, *args):
+    child = spawn_cli(home, "session", "attach", sid, *args, extra_env={"NO_COLOR": "1"})
+    child.expect("Ctrl-D to detach")
+    return child
+
+
+def detach(child):
+    child.sendeof()
+    child.expect(r"detached; sess_\w+ goes on")
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
+def test_attach_shows_recent_events_prompts_and_detaches_leaving_the_turn_running(approve_reads, daemon, workspace):
+    sid = create(daemon.home, workspace)
+    assert run_cli(daemon.home, "session", "prompt", sid, "before attaching").returncode == 0
+    child = attach(daemon.home, sid[5:20])  # a prefix, without sess_
+    assert "echo: before attaching" in child.before
+    child.sendline("hello there")
+    child.expect("echo: hello there")
+    # A permission request is answered inline, by the number of the option the agent offered.
+    child.sendline("[permission edit] go")
+    child.expect(r"\[permission\] .*1\) Allow.*type a number or a name")
+    child.sendline("1")
+    child.expect("permission granted: allow-once")
+    child.expect("echo: go")
+    # A prompt typed from elsewhere shows up, as do its answers.
+    assert run_cli(daemon.home, "session", "prompt", sid, "from elsewhere", "--detach").returncode == 0
+    child.expect("> from elsewhere")
+    child.expect("echo: from elsewhere")
+    # Ctrl-D detaches mid-turn; the turn goes on without the terminal.
+    child.sendline("[hold g1] long one")
+    child.expect("holding g1")
+    assert detach(child) == 0
+    open_gate(workspace, "g1")
+    wait_for(lambda: len(events_of(daemon.home, sid, "done")) == 5, what="the held turn to end after detaching")
+    assert events_of(daemon.home, sid, "done")[-1]["content"]["stop_reason"] == "end_turn"
+
+
+def test_attach_busy_modes_and_slash_commands(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    child = attach(daemon.home, sid)
+    child.sendline("[hold g1] first")
+    child.expect("holding g1")
+    child.sendline("/queue afterwards")
+    child.expect(r"queued turn turn_\w+ entry queue_\w+")
+    child.sendline("/cancel")
+    child.expect(r"cancelling turn turn_\w+")
+    child.expect("echo: afterwards")  # the queued entry runs once the cancelled turn ends
+    child.sendline("[hold g2] second")
+    child.expect("holding g2")
+    child.sendline("typed while busy")  # the configured busy mode: steer (by interrupting, for this agent)
+    child.expect(r"steered turn turn_\w+")
+    child.expect("echo: typed while busy")
+    child.sendline("[hold g3] third")
+    child.expect("holding g3")
+    child.sendline("/interrupt instead")
+    child.expect(r"interrupted turn turn_\w+")
+    child.expect("echo: instead")
+    child.sendline("/help")
+    child.expect("/interrupt TEXT")
+    child.sendline("/nonsense")
+    child.expect("unknown command /nonsense")
+    child.sendline("/stop")
+    child.expect("stopping the session")
+    child.expect(r"\[session stopped")
+    assert detach(child) == 0
+    wait_for(lambda: cli_json(daemon.home, "session", "get", sid)["session"]["state"] == "stopped",
+             what="the session to stop")
+    ends = [e["content"]["stop_reason"] for e in events_of(daemon.home, sid, "done")]
+    assert ends == ["cancelled", "end_turn", "cancelled", "end_turn", "cancelled", "end_turn"]
+
+
+def test_attach_resumes_by_sequence_after_the_daemon_restarts(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    child = attach(daemon.home, sid)
+    child.sendline("before the restart")
+    child.expect("echo: before the restart")
+    daemon.restart()
+    child.expect(r"\[reconnected; resuming after #(\d+)\]", timeout=120)
+    assert run_cli(daemon.home, "session", "prompt", sid, "after the restart").returncode == 0
+    child.expect("echo: after the restart")
+    child.sendline("typed after the restart")
+    child.expect("echo: typed after the restart")
+    assert detach(child) == 0
+    assert child.logfile_read.getvalue().count("echo: after the restart") == 1
+
+
+def test_events_follow_prints_new_events_across_a_restart_until_interrupted(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    assert run_cli(daemon.home, "session", "prompt", sid, "one").returncode == 0
+    child = spawn_cli(daemon.home, "session", "events", sid, "--follow", "--type", "user_message,done")
+    child.expect(r"#1 .*user_message\s+one")
+    child.expect(r"done\s+end_turn")
+    assert run_cli(daemon.home, "session", "prompt", sid, "two").returncode == 0
+    child.expect(r"user_message\s+two")
+    daemon.restart()
+    child.expect(r"\[reconnected", timeout=120)
+    assert run_cli(daemon.home, "session", "prompt", sid, "three").returncode == 0
+    child.expect(r"user_message\s+three")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130 or child.signalstatus == signal.SIGINT
+    lines = re.findall(r"user_message\s+(\w+)", child.logfile_read.getvalue())
+    assert lines == ["one", "two", "three"]
+
+
+def test_events_follow_json_prints_one_record_a_line(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    child = spawn_cli(daemon.home, "session", "events", sid, "--follow", "-o", "json")
+    assert run_cli(daemon.home, "session", "prompt", sid, "hi").returncode == 0
+    child.expect(r'\{"id":"evt_\w+","session_id":"' + sid + r'".*"type":"done"')
+    child.sendintr()
+    child.expect(pexpect.EOF)
+
+
+def test_ctrl_c_in_prompt_leaves_the_turn_running_and_says_how_to_cancel(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    child = spawn_cli(daemon.home, "session", "prompt", sid[5:20], "[hold g1] go on")
+    child.expect("holding g1")
+    child.sendintr()
+    child.expect(f"the turn goes on; cancel it with `compozy session cancel {sid}`")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert events_of(daemon.home, sid, "done") == []
+    open_gate(workspace, "g1")
+    wait_for(lambda: events_of(daemon.home, sid, "done"), what="the turn to end on its own")
+    assert events_of(daemon.home, sid, "done")[0]["content"]["stop_reason"] == "end_turn"
+
+
+def test_ctrl_c_with_cancel_on_interrupt_cancels_the_turn(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    child = spawn_cli(daemon.home, "session", "prompt", sid, "[hold g1] stop me", "--cancel-on-interrupt")
+    child.expect("holding g1")
+    child.sendintr()
+    child.expect(r"cancelling turn turn_\w+")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    wait_for(lambda: events_of(daemon.home, sid, "done"), what="the cancelled turn to end")
+    assert events_of(daemon.home, sid, "done")[0]["content"]["stop_reason"] == "cancelled"
