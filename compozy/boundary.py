@@ -37,12 +37,23 @@ def relative_part(root, path):
 
 
 def open_root(root):
-    """A handle on the workspace folder itself; a folder since replaced by a symlink is refused."""
+    """A handle on the workspace folder itself, opened one component at a time from / with O_NOFOLLOW:
+    the stored root is canonical (no symlink on it), so a folder on the way that was since replaced by
+    a symlink is refused instead of moving the boundary elsewhere."""
     _check_root(root)
+    fd = os.open("/", DIR_FLAGS)
     try:
-        return os.open(root, DIR_FLAGS)
+        for name in [part for part in root.split(os.sep) if part]:
+            parent, fd = fd, None
+            try:
+                fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+            finally:
+                os.close(parent)
     except OSError as exc:
+        if fd is not None:
+            os.close(fd)
         raise OutsideWorkspace(f"the workspace folder cannot be opened: {exc.strerror}") from None
+    return fd
 
 
 def _check_root(root):

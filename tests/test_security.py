@@ -117,3 +117,81 @@ def test_the_cli_shows_hostile_names_and_agent_text_escaped_and_json_exact(daemo
         assert json.loads(exact.stdout)["sessions"][0]["cwd"] == str(workspace)
     finally:
         api.call("POST", spath(session, "stop"), {"wait": True})
+
+
+# -- the boundary races (finding 3), against the real daemon and reference agent -------------------------
+
+LONG = os.environ.get("COMPOZY_LONG") == "1"
+RACE_PROMPTS = 60 if LONG else 3  # each prompt is 40 reads and 20 writes: 180 requests in CI, 3,600 long
+
+
+@pytest.fixture
+def approve_all_daemon(home):
+    (home / "config.toml").write_text('[permissions]\nmode = "approve-all"\n')
+    process = DaemonProcess(home).start()
+    yield process
+    process.stop()
+
+
+def swap_forever(target, secret, stop):
+    """target flips between a regular file and a symlink to the outside secret, each flip one rename."""
+    link, plain = target.with_name(".swap-link"), target.with_name(".swap-plain")
+    while not stop.is_set():
+        for make in (lambda: os.symlink(secret, link), lambda: plain.write_text("public")):
+            try:
+                make()
+                os.replace(link if link.is_symlink() else plain, target)
+            except OSError:
+                pass
+
+
+def test_agent_reads_and_writes_never_cross_a_file_swapped_with_a_symlink(approve_all_daemon, tmp_path):
+    import threading
+
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    secret = outside / "secret.txt"
+    secret.write_text("TOPSECRET")
+    (workspace / "target").write_text("public")
+    api = Client(approve_all_daemon.http_url, timeout=60)
+    session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
+    stop = threading.Event()
+    swapper = threading.Thread(target=swap_forever, args=(workspace / "target", secret, stop), daemon=True)
+    swapper.start()
+    try:
+        message = " ".join(["[read target] [read target] [write target overwritten]"] * 20)
+        texts = []
+        for _ in range(RACE_PROMPTS):
+            turn_id = api.call("POST", spath(session, "prompt"), {"message": message})[1]["prompt"]["turn_id"]
+            wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn", timeout=120)
+            texts += [e["content"]["text"] for e in events(api, session, turn_id=turn_id, type="agent_message")]
+    finally:
+        stop.set()
+        swapper.join(10)
+        api.call("POST", spath(session, "stop"), {"wait": True})
+    reply = "".join(texts)
+    assert "TOPSECRET" not in reply
+    assert secret.read_text() == "TOPSECRET" and not secret.is_symlink()
+    assert reply.count("read: public") + reply.count("read: overwritten") > 0  # the race was really run
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+def test_a_workspace_folder_moved_behind_a_symlink_does_not_move_the_boundary(approve_all_daemon, tmp_path):
+    parent, evil = tmp_path / "projects", tmp_path / "evil"
+    (parent / "ws").mkdir(parents=True)
+    (evil / "ws").mkdir(parents=True)
+    (evil / "ws" / "notes.txt").write_text("EVILSECRET")
+    api = Client(approve_all_daemon.http_url, timeout=60)
+    session = api.call("POST", "/api/sessions", {"workspace_path": str((parent / "ws").resolve())})[1]["session"]
+    try:
+        parent.rename(tmp_path / "projects-old")
+        os.symlink(evil, parent)  # the stored root's path now leads elsewhere, through a parent folder
+        turn_id = api.call("POST", spath(session, "prompt"),
+                           {"message": "[read notes.txt] [write notes.txt replaced]"})[1]["prompt"]["turn_id"]
+        wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn")
+        reply = "".join(e["content"]["text"] for e in events(api, session, turn_id=turn_id, type="agent_message"))
+        assert "EVILSECRET" not in reply and reply.count("refused") == 2, reply
+        assert (evil / "ws" / "notes.txt").read_text() == "EVILSECRET"
+    finally:
+        api.call("POST", spath(session, "stop"), {"wait": True})

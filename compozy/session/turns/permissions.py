@@ -36,12 +36,16 @@ class PendingRequest:
 
 
 def inside(root, path):
-    """The canonical path when path is absolute and (symlinks followed) inside root, else None."""
+    """The canonical path when path is absolute and (symlinks followed) inside root, else None. root is
+    the canonical folder stored at registration and is not resolved again: if it became a symlink to
+    elsewhere, paths through it resolve elsewhere and are outside."""
     if root is None or not isinstance(path, str) or "\x00" in path or not os.path.isabs(path):
         return None
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return real if real == real_root or real.startswith(real_root + os.sep) else None
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    return real if real == root or real.startswith(root.rstrip(os.sep) + os.sep) else None
 
 
 class AgentRequests:
