@@ -34,6 +34,7 @@ SESSION_CANCEL = "session/cancel"
 SESSION_UPDATE = "session/update"
 STEER = "_compozy/steer"
 HANDSHAKE_TIMEOUT = 30.0
+REFUSED_TERM_GRACE, REFUSED_KILL_GRACE = 0.5, 5.0  # an agent refused at its handshake: stopped at once
 SESSION_TIMEOUT = 60.0
 LOAD_TIMEOUT = 120.0
 STEER_TIMEOUT = 10.0
@@ -173,6 +174,21 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None):
         raise BindFailure(CompozyError("provider_unavailable", f"cannot start provider {provider.name!r}: {exc}"),
                           "startup_failure") from None
     try:
+        result = _initialize(client)
+    except BindFailure:
+        # Nobody else holds this process yet: an agent that never answered would outlive us.
+        client.process.close_stdin()
+        client.process.kill_tree(REFUSED_TERM_GRACE, REFUSED_KILL_GRACE)
+        raise
+    client.caps = result.get("agentCapabilities") or {}
+    client.agent_info = result.get("agentInfo") or {}
+    client.auth_methods = result.get("authMethods") or []
+    return client
+
+
+def _initialize(client):
+    provider = client.provider
+    try:
         result = client.process.call(INITIALIZE, {"protocolVersion": protocol.PROTOCOL_VERSION,
                                                   "clientCapabilities": CLIENT_CAPABILITIES,
                                                   "clientInfo": CLIENT_INFO}, HANDSHAKE_TIMEOUT)
@@ -181,10 +197,7 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None):
     if not isinstance(result, dict) or result.get("protocolVersion") != protocol.PROTOCOL_VERSION:
         raise refused(client, "handshake_failure",
                       f"provider {provider.name!r} speaks ACP {result and result.get('protocolVersion')!r}, not 1")
-    client.caps = result.get("agentCapabilities") or {}
-    client.agent_info = result.get("agentInfo") or {}
-    client.auth_methods = result.get("authMethods") or []
-    return client
+    return result
 
 
 def open_session(client, cwd, load_id=None, tools=None):
