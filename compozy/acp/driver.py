@@ -153,6 +153,15 @@ class AgentProcess:
         return True
 
     def kill_tree(self, term_grace, kill_grace):
+        if self.identity is None:  # it exited before its identity could be read: reap it
+            try:
+                self.spawn.proc.wait(kill_grace)
+            except subprocess.TimeoutExpired:  # /proc would not say: it is still our child
+                self.spawn.proc.kill()
+                self.spawn.proc.wait()
+            self._record_exit()
+            return proc.KillReport(verified=True, phase="already_exited", exit_code=self.exit_code,
+                                   signal=self.exit_signal)
         report = proc.kill_tree(self.identity, self.marker, term_grace, kill_grace, popen=self.spawn.proc)
         if self.spawn.proc.poll() is not None:
             self._record_exit()
