@@ -14,13 +14,11 @@ import logging
 
 from compozy import api
 from compozy import validate as v
-from compozy.errors import CompozyError, error_body, invalid
+from compozy.errors import CompozyError, error_body
 
 log = logging.getLogger("compozy.mcp")
 
 SELF_REFUSED = ("compozy__session_prompt", "compozy__session_stop", "compozy__session_archive")
-# Tool arguments the interface fixes whose behaviour is not built yet: refused rather than ignored.
-NOT_YET = {"notify_on_complete": "reply wakes"}
 NATIVE_STOP_DEPRECATION = "compozy__session_stop without an explicit wait is deprecated; send wait true or false"
 
 
@@ -64,6 +62,8 @@ def _call(manager, caller, operation, arguments):
     with manager.serving_tool_call(caller, f"{tool.name} {target or ''}".strip(), target or caller.workspace_id,
                                    changes=operation.method != "GET"):
         document = dict(facade(**keywords))
+        if options.get("notify_on_complete") and "prompt" in document:  # the wake comes when the turn ends
+            manager.observers["messaging"].watch(caller, target, document["prompt"]["turn_id"])
         if options.get("wait") and "prompt" in document:
             document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"])
     if legacy_stop:
@@ -73,9 +73,6 @@ def _call(manager, caller, operation, arguments):
 
 def _target(tool, caller, fields):
     """The session the call aims at (None for tools that take none), after the governed refusals."""
-    for name, what in NOT_YET.items():
-        if name in fields:
-            raise invalid(f"{name} ({what}) is not available yet", field=name, reason="not_available")
     target = fields.pop("session_id", caller.id) if tool.target else None
     if target == caller.id and tool.name in SELF_REFUSED:
         raise CompozyError("session_is_caller", f"{tool.name} cannot target the calling session itself",

@@ -6,11 +6,14 @@ Layer 4, in derive: the highest session sub-package, so it may wire concerns fro
 
 from compozy.session.lifecycle.children import Children
 from compozy.session.lifecycle.hooks import Hooks
+from compozy.session.turns.messaging import Messaging
 
 
 def observe(manager):
     """Register the observers of a SessionManager's sessions; answers them by name."""
     observers = manager.services.observers
     services = manager.services
-    return {"hooks": observers.add(Hooks(services)),
+    messaging = observers.add(Messaging(services, manager.engine, manager._session))
+    services.work_signals.append(messaging.signals)
+    return {"hooks": observers.add(Hooks(services)), "messaging": messaging,
             "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces))}

@@ -41,6 +41,7 @@ class Services:
     live_sessions: object = None
     identities: object = None
     observers: Observers = field(default_factory=Observers)
+    work_signals: list = field(default_factory=list)  # callables: session -> more supervision.work_signals
     accepting: bool = True
 
 
@@ -203,6 +204,8 @@ def supervision_view(session):
             signals.append({"kind": "pending_permission", "count": turn.pending_permissions})
     children = [c for c in live_children(session) if c.turn is not None]
     signals += [{"kind": "active_child", "session_id": c.id} for c in children]
+    for source in session.services.work_signals:
+        signals += source(session)
     return {"work_signals": signals, "sources": {"agent": "ok", "tools": "ok", "children": "ok"},
             "quiet_warning": turn.quiet_warning if turn is not None else None}
 

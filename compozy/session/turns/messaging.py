@@ -1,0 +1,189 @@
+"""Messaging with reply wakes: compozy__session_prompt with notify_on_complete.
+
+Layer 4. A watch is written when the asked turn is admitted (`reply-watches.json` in the home,
+atomic): sender, target, turn, expiry (session.messaging.reply_watch_ttl). While it waits the sender
+shows the `awaiting_reply` work signal. When the asked turn ends (or was found ended at boot), the
+wake (who answered, how the turn ended, its final text, bounded) is prompted to the sender under
+the key `wake-<watch>`, so a repeat after a crash admits it once:
+- a sender that is active (bound, or released and unbound) gets it as a turn of its own, or queued
+  behind its current turn;
+- a sender the daemon stopped (inactivity, timeout, shutdown, crash, reaping) is resumed by it;
+- a sender a user stopped stays stopped; the wake waits and is queued when the user resumes it.
+Watches survive a restart; an expired watch is dropped.
+"""
+
+import json
+import logging
+import threading
+
+from compozy.clock import epoch_from_iso, iso_from_epoch
+from compozy.errors import CompozyError
+from compozy.ids import new_ulid
+from compozy.paths import write_private_json
+from compozy.states import BusyMode, SessionState, StopReason
+
+log = logging.getLogger("compozy.messaging")
+
+WAKE_TEXT_LIMIT = 4096
+TURN_ENDS = ("done", "error")
+USER_STOPS = (StopReason.USER_CANCELED,)
+FILE_NAME = "reply-watches.json"
+
+
+class Messaging:
+    """An observer (compozy.session.records.observers) and the registry of reply watches."""
+
+    def __init__(self, services, engine, sessions):
+        self.services, self.engine, self.sessions = services, engine, sessions
+        self.path = services.home.root / FILE_NAME
+        self.lock = threading.RLock()
+        self.watches = self._load()
+
+    # -- watches -----------------------------------------------------------------------------
+
+    def watch(self, sender, target_id, turn_id):
+        """Watch the asked turn for the sender (a Caller); answers the watch."""
+        with self.lock:
+            for existing in self.watches.values():
+                if (existing["sender_id"], existing["turn_id"]) == (sender.id, turn_id):
+                    return existing  # a retried prompt: the same turn, the same watch
+        now = self.services.clock.wall()
+        watch = {"id": new_ulid().lower(), "sender_id": sender.id, "target_id": target_id, "turn_id": turn_id,
+                 "created_at": iso_from_epoch(now),
+                 "expires_at": iso_from_epoch(now + self.services.config["session.messaging.reply_watch_ttl"]),
+                 "wake": None}
+        with self.lock:
+            self.watches[watch["id"]] = watch
+            self._save()
+        self._check_ended(watch)  # the turn may have ended before the watch was written
+        return watch
+
+    def signals(self, session):
+        """The awaiting_reply work signals of a sender."""
+        now = self.services.clock.wall()
+        return [{"kind": "awaiting_reply", "session_id": w["target_id"], "turn_id": w["turn_id"],
+                 "expires_at": w["expires_at"], "reply_ready": w["wake"] is not None}
+                for w in list(self.watches.values())
+                if w["sender_id"] == session.id and epoch_from_iso(w["expires_at"]) > now]
+
+    # -- observer ----------------------------------------------------------------------------
+
+    def started(self):
+        self._expire()
+        for watch in list(self.watches.values()):
+            if watch["wake"] is None:
+                self._check_ended(watch)
+            else:
+                self._deliver_later(watch)
+
+    def appended(self, session, records):
+        for event in records:
+            if event["type"] in TURN_ENDS and event["turn_id"]:
+                for watch in self._waiting_for(session.id, event["turn_id"]):
+                    self._answered(watch, session)
+
+    def state_changed(self, session, old, new):
+        """A sender resumed by a user, or stopped by the daemon, may now take its wakes."""
+        if new in (SessionState.STARTING, SessionState.STOPPED):
+            for watch in list(self.watches.values()):
+                if watch["sender_id"] == session.id and watch["wake"] is not None:
+                    self._deliver_later(watch)
+
+    # -- the wake ----------------------------------------------------------------------------
+
+    def _waiting_for(self, target_id, turn_id):
+        with self.lock:
+            return [w for w in self.watches.values()
+                    if w["target_id"] == target_id and w["turn_id"] == turn_id and w["wake"] is None]
+
+    def _check_ended(self, watch):
+        try:
+            target = self.sessions(watch["target_id"])
+        except CompozyError:
+            return self._drop(watch, "the asked session is gone")
+        if target.log.read_all(archive="all", types=list(TURN_ENDS), turn_id=watch["turn_id"]):
+            self._answered(watch, target)
+
+    def _answered(self, watch, target):
+        events = target.log.read_all(archive="all", turn_id=watch["turn_id"])
+        end = next((e for e in reversed(events) if e["type"] in TURN_ENDS), None)
+        text = "".join(e["content"].get("text", "") for e in events if e["type"] == "agent_message")
+        how = (f"done ({end['content'].get('stop_reason')})" if end and end["type"] == "done"
+               else f"error ({(end or {}).get('content', {}).get('error', 'unknown')})")
+        wake = {"session_id": target.id, "agent_name": target.record.agent_name, "turn_id": watch["turn_id"],
+                "end": end["type"] if end else "error", "text": text[:WAKE_TEXT_LIMIT],
+                "truncated": len(text) > WAKE_TEXT_LIMIT, "how": how}
+        with self.lock:
+            if watch["id"] not in self.watches or watch["wake"] is not None:
+                return
+            watch["wake"] = wake
+            self._save()
+        self._deliver_later(watch)
+
+    def _deliver_later(self, watch):
+        threading.Thread(target=self._deliver, args=(watch["id"],), name=f"wake-{watch['id']}", daemon=True).start()
+
+    def _deliver(self, watch_id):
+        if not self.services.accepting:
+            return  # the next boot delivers it
+        with self.lock:
+            watch = self.watches.get(watch_id)
+        if watch is None or watch["wake"] is None:
+            return
+        try:
+            sender = self.sessions(watch["sender_id"])
+        except CompozyError:
+            return self._drop(watch, "the sender is gone")
+        body = {"message": wake_message(watch["wake"]), "message_id": f"wake-{watch_id}",
+                "idempotency_key": f"wake-{watch_id}"}
+        with sender.lock:
+            record = sender.record
+            if record.state == SessionState.STOPPING or record.archived:
+                return  # a stopping sender is tried again once stopped; an archived one when it comes back
+            if record.state == SessionState.STOPPED and record.stop_reason in USER_STOPS:
+                return  # a user stopped it: the wake waits for the user to resume it
+            if record.state != SessionState.STOPPED:
+                body["mode"] = BusyMode.QUEUE.value
+        try:
+            self.engine.prompt(sender, body)
+        except CompozyError as exc:
+            if exc.code not in ("idempotency_conflict", "message_conflict"):
+                log.warning("reply wake %s to %s not delivered yet: %s", watch_id, watch["sender_id"], exc)
+                return
+        log.info("reply wake %s delivered to %s", watch_id, watch["sender_id"])
+        self._drop(watch, None)
+
+    def _drop(self, watch, why):
+        with self.lock:
+            if self.watches.pop(watch["id"], None) is not None:
+                self._save()
+        if why:
+            log.info("reply watch %s dropped: %s", watch["id"], why)
+
+    def _expire(self):
+        now = self.services.clock.wall()
+        for watch in list(self.watches.values()):
+            if epoch_from_iso(watch["expires_at"]) <= now:
+                self._drop(watch, "expired")
+
+    # -- the file ----------------------------------------------------------------------------
+
+    def _load(self):
+        try:
+            document = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            log.exception("reply watches unreadable at %s; starting without them", self.path)
+            return {}
+        return {w["id"]: w for w in document.get("watches", []) if isinstance(w, dict) and "id" in w}
+
+    def _save(self):
+        write_private_json(self.path, {"watches": list(self.watches.values())})
+
+
+def wake_message(wake):
+    """The prompt a sender gets: who answered, how the turn ended, and the answer (bounded)."""
+    cut = " [truncated]" if wake["truncated"] else ""
+    return (f"Reply from session {wake['session_id']} (agent {wake['agent_name']}): turn {wake['turn_id']} "
+            f"ended {wake['how']}.\n\n{wake['text']}{cut}")
