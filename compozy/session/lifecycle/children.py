@@ -72,7 +72,7 @@ class Children:
 
     def started(self):
         """Boot: reap children whose TTL ran out or whose parent stopped while no daemon watched; time the rest."""
-        for record in self.services.store.in_states(LIVE_STATES):
+        for record in self.services.store.in_states(LIVE_STATES, f"type = '{SessionType.SPAWNED.value}'"):
             if record.type != SessionType.SPAWNED:
                 continue
             parent = self.services.store.get((record.lineage or {}).get("parent_session_id") or "")

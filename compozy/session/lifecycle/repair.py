@@ -15,6 +15,11 @@ from compozy.states import (RUNTIME, SESSION, AdmissionState, FailureKind, Queue
 log = logging.getLogger("compozy.repair")
 
 REPAIRABLE_REASONS = (StopReason.AGENT_CRASHED.value, StopReason.ERROR.value)
+# What stale_classification may change, as SQL over the catalog row: a superset, decided in Python.
+MAYBE_STALE = ("state != 'active' OR json_extract(doc, '$.runtime.process') IS NOT NULL OR "
+               "COALESCE(json_extract(doc, '$.runtime.status'), 'unbound') != 'unbound' OR "
+               "COALESCE(json_extract(doc, '$.runtime.acp_session_id'), '') != ''")
+MAYBE_REPAIRABLE = "json_extract(doc, '$.stop_reason') IN ({})".format(", ".join(f"'{r}'" for r in REPAIRABLE_REASONS))
 TOOL_INTERRUPTED = "Tool call interrupted before a result was persisted."
 TURN_INTERRUPTED = "Session interrupted before a terminal prompt event was persisted."
 AGENT_HOME_MARK = "COMPOZY_AGENT_HOME"
@@ -49,7 +54,7 @@ def kill_orphans(home, processes):
 def classify_stale(store):
     """Boot rules for sessions left starting, active or stopping; returns the repaired IDs."""
     changed = []
-    for record in store.in_states((SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING)):
+    for record in store.in_states((SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING), MAYBE_STALE):
         verdict = stale_classification(record)
         if verdict is None:
             continue
@@ -141,7 +146,7 @@ def repair(store, record, dry_run=False, force=False, publish=None):
 
 def repair_at_boot(store):
     repaired = []
-    for record in store.in_states((SessionState.STOPPED,)):
+    for record in store.in_states((SessionState.STOPPED,), MAYBE_REPAIRABLE):
         if record.stop_reason not in REPAIRABLE_REASONS:
             continue
         try:
