@@ -12,13 +12,12 @@ The session is built through the real reference agent: 40 turns of `[chunks 497]
 497 chunks, the echo, done: 500 events a turn).
 """
 
-import sqlite3
 import statistics
 import time
 
 import pytest
 
-from conftest import create_session, ms, percentile, session_path, stream_prompt, table, verdict
+from conftest import checkpointed_store, create_session, ms, percentile, session_path, stream_prompt, table, verdict
 
 TURNS = 40
 CHUNKS = 497
@@ -106,18 +105,9 @@ def test_rebind(benchmark, sessions):
 def test_storage(benchmark, sessions):
     """Bytes per event once checkpointed (the daemon's connection stays open: a copy is measured)."""
     _, _, home, long, _ = sessions
-    source = home / "sessions" / long["id"] / "events.db"
-    wal = source.with_name("events.db-wal")
+    wal = home / "sessions" / long["id"] / "events.db-wal"
     wal_bytes = wal.stat().st_size if wal.exists() else 0
-    copy = source.with_name("probe.db")
-    try:
-        with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as reader, sqlite3.connect(copy) as target:
-            reader.backup(target)
-        with sqlite3.connect(copy) as con:
-            events, content = con.execute("SELECT count(*), sum(length(content)) FROM events").fetchone()
-        size = copy.stat().st_size
-    finally:
-        copy.unlink(missing_ok=True)
+    size, events, content = checkpointed_store(home, long["id"])
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     print(f"\nstorage: {events:,} events in {size / 1e6:.2f} MB checkpointed = {size / events:.0f} bytes per event "
           f"({content / events:.0f} bytes of content JSON each); the live store's WAL: {wal_bytes / 1e6:.2f} MB "

@@ -13,7 +13,7 @@ from unittest import mock
 
 import pytest
 
-from conftest import create_session, populate, rss_mib, sized, start_daemon, store_bytes, stream_prompt, table
+from conftest import checkpointed_store, create_session, populate, rss_mib, sized, start_daemon, stream_prompt, table
 
 SESSIONS = 1000
 LIVE = 20
@@ -62,9 +62,9 @@ def test_memory_and_growth(benchmark, loaded):
 
     def grow():
         _turns(client, sessions, FIRST - LIVE)
-        after_first = (rss_mib(pid), sum(store_bytes(home, s["id"]) for s in sessions))
+        after_first = (rss_mib(pid), sum(checkpointed_store(home, s["id"])[0] for s in sessions))
         _turns(client, sessions, SECOND - FIRST)
-        after_second = (rss_mib(pid), sum(store_bytes(home, s["id"]) for s in sessions))
+        after_second = (rss_mib(pid), sum(checkpointed_store(home, s["id"])[0] for s in sessions))
         return after_first, after_second
 
     (rss_first, bytes_first), (rss_second, bytes_second) = benchmark.pedantic(grow, rounds=1, iterations=1)
@@ -77,8 +77,8 @@ def test_memory_and_growth(benchmark, loaded):
         (f"{SESSIONS:,} sessions, {LIVE} live agents", f"{live:.1f}", f"<= {RSS_TARGET_MIB:g}", live_verdict),
         (f"after {FIRST:,} turns", f"{rss_first:.1f}", "-", "-"),
         (f"after {SECOND:,} turns", f"{rss_second:.1f} ({growth:.3f}x)", f"<= {GROWTH_TARGET:g}x", growth_verdict)])
-    print(f"storage: {per_turn:.0f} bytes per 'hello' turn (user_message, one chunk, done) between turn "
-          f"{FIRST:,} and {SECOND:,}; {bytes_second / 1e6:.1f} MB in {LIVE} stores")
+    print(f"storage: {per_turn:.0f} bytes per 'hello' turn (user_message, one chunk, done; checkpointed) between "
+          f"turn {FIRST:,} and {SECOND:,}; {bytes_second / 1e6:.1f} MB in {LIVE} stores")
     benchmark.extra_info.update(idle_rss_mib=round(idle, 1), live_rss_mib=round(live, 1),
                                 rss_after_first_mib=round(rss_first, 1), rss_after_second_mib=round(rss_second, 1),
                                 growth=round(growth, 3), bytes_per_turn=round(per_turn), turns=[FIRST, SECOND],

@@ -253,3 +253,19 @@ def store_bytes(home, session_id):
     """events.db with its WAL, on disk."""
     base = Path(home) / "sessions" / session_id / "events.db"
     return sum(p.stat().st_size for p in (base, base.with_name("events.db-wal")) if p.exists())
+
+
+def checkpointed_store(home, session_id):
+    """(bytes, events, content bytes) of a session's store as it would be checkpointed: a copy is
+    measured, because the daemon keeps the store open (and its WAL holds up to 1,000 pages)."""
+    import sqlite3
+    source = Path(home) / "sessions" / session_id / "events.db"
+    copy = source.with_name("probe.db")
+    try:
+        with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as reader, sqlite3.connect(copy) as target:
+            reader.backup(target)
+        with sqlite3.connect(copy) as con:
+            events, content = con.execute("SELECT count(*), sum(length(content)) FROM events").fetchone()
+        return copy.stat().st_size, events, content
+    finally:
+        copy.unlink(missing_ok=True)
