@@ -1,4 +1,5 @@
-"""Text that is safe to show: control characters and bidi overrides escaped for a terminal or a log.
+"""Text that is safe to show (control characters and bidi overrides escaped for a terminal or a log),
+and JSON lines for peers that read lines.
 
 Layer 0: stdlib only. Text an agent or a client chose (names, messages, method names) may carry
 escape sequences that set a terminal's title, clear it or write its clipboard (OSC 52), a CR or LF
@@ -6,6 +7,7 @@ that forges a row or a log line, or a right-to-left override that makes text rea
 Each such character is shown as its Python escape (\\x1b, \\n, \\u202e), so it is seen, not obeyed.
 """
 
+import json
 import re
 
 # C0 and C1 controls, DEL, the line and paragraph separators, and the bidi embeddings, overrides and isolates.
@@ -30,3 +32,15 @@ def multi_line(text):
 
 def has_bidi_control(text):
     return any(char in BIDI_CONTROLS for char in text)
+
+
+def json_line(document):
+    """document as one line of UTF-8 JSON ending in a newline, for a peer that reads lines (an agent).
+
+    Non-ASCII text is sent as itself (an escaped CJK character is 6 bytes, not 3), so a size cap
+    measured on the text holds on the wire; a lone surrogate, which UTF-8 cannot carry, is escaped.
+    """
+    try:
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"

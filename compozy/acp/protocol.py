@@ -1,6 +1,6 @@
 """ACP wire format: newline-delimited JSON-RPC 2.0 over stdio.
 
-Framing, message classification and blocking line I/O. Stdlib only.
+Framing, message classification and blocking line I/O. Stdlib and compozy.text only.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
+
+from compozy.text import json_line
 
 PROTOCOL_VERSION = 1
 # One line holds a prompt at its 1 MiB cap (measured encoded) with any carried context, or an
@@ -33,15 +35,8 @@ _WHITESPACE = b" \t\r\n"
 
 
 def encode(message: dict) -> bytes:
-    """Serialize one message as a single UTF-8 line ending in a newline.
-
-    Non-ASCII text is sent as itself (an escaped CJK character is 6 bytes, not 3), so a capped
-    prompt stays within the line limit; a lone surrogate, which UTF-8 cannot carry, is escaped.
-    """
-    try:
-        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"
+    """Serialize one message as a single UTF-8 line ending in a newline (compozy.text.json_line)."""
+    return json_line(message)
 
 
 def encoded_size(text: str) -> int:

@@ -12,6 +12,7 @@ import threading
 
 from compozy.api import TOOL_SERVER_PATH
 from compozy.errors import CompozyError
+from compozy.text import json_line
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 PARSE_ERROR, INTERNAL_ERROR = -32700, -32603
@@ -53,7 +54,7 @@ class Relay:
         self.write(answer)
 
     def write(self, message):
-        line = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        line = json_line(message)
         with self.lock:
             self.outfile.write(line)
             self.outfile.flush()

@@ -229,3 +229,15 @@ def test_agent_chosen_strings_cannot_forge_log_lines(tmp_path, stop_agents):
     text = stream.getvalue()
     assert text.count("forged line") == 3, text
     assert "\x1b" not in text and not any(line.startswith("ERROR compozy.daemon forged") for line in text.splitlines())
+
+
+def test_the_tool_relay_writes_utf8_lines_to_the_agent():
+    import io
+
+    from compozy.cli.relay import Relay
+
+    out = io.BytesIO()
+    relay = Relay(None, "secret", out)
+    relay.write({"text": "é"})
+    relay.write({"text": "\ud800"})
+    assert out.getvalue() == '{"text":"é"}\n'.encode() + b'{"text":"\\ud800"}\n'
