@@ -195,3 +195,26 @@ def test_a_workspace_folder_moved_behind_a_symlink_does_not_move_the_boundary(ap
         assert (evil / "ws" / "notes.txt").read_text() == "EVILSECRET"
     finally:
         api.call("POST", spath(session, "stop"), {"wait": True})
+
+
+def test_cancel_and_stop_work_while_a_file_request_is_outstanding(approve_reads_daemon, tmp_path):
+    """Issue 14, finding 4: a write held for approval is a file request the agent waits on; cancel
+    still ends the turn, the write never happens, and a stop after it is verified."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.mkfifo(workspace / "pipe")
+    api = Client(approve_reads_daemon.http_url, timeout=30)
+    session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
+    try:
+        turn_id = api.call("POST", spath(session, "prompt"),
+                           {"message": "[read pipe] [write held.txt payload] go"})[1]["prompt"]["turn_id"]
+        wait_for(lambda: events(api, session, turn_id=turn_id, type="permission"), what="held write")
+        api.call("POST", spath(session, "prompt", "cancel"), {})
+        done = wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn")
+        assert done[0]["content"]["stop_reason"] == "cancelled"
+        texts = "".join(e["content"]["text"] for e in events(api, session, turn_id=turn_id, type="agent_message"))
+        assert "read refused" in texts and "regular" in texts  # the FIFO answered at once, never opened for reading
+        assert not (workspace / "held.txt").exists()
+    finally:
+        _, stopped = api.call("POST", spath(session, "stop"), {"wait": True})
+    assert stopped["state"] == "stopped" and stopped["verified"] is True, stopped
