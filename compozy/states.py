@@ -266,7 +266,10 @@ class AdmissionState(StrEnum):
 ADMISSION = Machine("admission", AdmissionState, {
     (AdmissionState.BINDING, AdmissionState.STARTED),  # bound and prompted: the result is durable
     (AdmissionState.BINDING, AdmissionState.WITHDRAWN),  # the bind was refused: nothing persisted
-}, repairs={(AdmissionState.BINDING, AdmissionState.WITHDRAWN)})  # mid-bind at an unclean exit
+}, repairs={
+    (AdmissionState.BINDING, AdmissionState.STARTED),  # its user_message is in the log: it ran, a retry replays it
+    (AdmissionState.BINDING, AdmissionState.WITHDRAWN),  # it never ran: nothing persists, a retry runs it
+})
 
 
 class RewindState(StrEnum):

@@ -63,37 +63,46 @@ def test_boot_stops_every_live_state_and_unbinds_every_runtime(home, workspace, 
 
 
 def _catalog_rows(home, session, sent):
-    """A queue entry caught mid-dispatch and a prompt admission caught mid-bind."""
+    """A queue entry caught mid-dispatch and a prompt admission caught mid-bind (its user_message
+    written when `sent`, the admission not yet marked started)."""
     catalog = Catalog(home / "compozy.db")
     turn_id, entry_id, admission_id = new_id("turn"), new_id("queue"), new_id("idem")
+    started_turn, message_id = new_id("turn"), new_id("msg")
     try:
         catalog.add_entry(id=entry_id, session_id=session["id"], priority=1, status="dispatching", mode="queue",
                           message="queued", message_id=new_id("msg"), idempotency_key=new_id("idem"),
                           runtime={}, turn_id=turn_id, admission_id=None)
         catalog.add_admission(id=admission_id, session_id=session["id"], operation="prompt",
-                              message_id=new_id("msg"), idempotency_key=new_id("idem"), fingerprint="sha256:x",
+                              message_id=message_id, idempotency_key="k-bound", fingerprint="sha256:x",
                               state="binding", result=None)
     finally:
         catalog.close()
     if sent:
         log = EventLog(home / "sessions" / session["id"] / "events.db", session["id"], session["workspace_id"])
         log.append_one("user_message", turn_id, {"text": "queued"})
+        log.append_one("user_message", started_turn, {"text": "prompted", "message_id": message_id})
         log.close()
-    return entry_id, admission_id
+    return entry_id, admission_id, started_turn
 
 
 @pytest.mark.parametrize("sent, status", [(True, "sent"), (False, "queued")])
-def test_boot_settles_an_entry_caught_mid_dispatch_and_withdraws_a_binding_admission(home, workspace, sent,
-                                                                                      status):
+def test_boot_settles_an_entry_caught_mid_dispatch_and_an_admission_caught_mid_bind(home, workspace, sent, status):
     session = _session(home, workspace)
-    entry_id, admission_id = _catalog_rows(home, session, sent)
+    entry_id, admission_id, started_turn = _catalog_rows(home, session, sent)
     _manager(home).shutdown()
     catalog = Catalog(home / "compozy.db")
     try:
         assert catalog.entry(session["id"], entry_id)["status"] == status
         assert catalog.admissions_in_state("binding") == []
+        admission = catalog.admission(session["id"], "k-bound")
     finally:
         catalog.close()
+    if sent:  # it ran: a retry must answer its turn, never run it again
+        assert admission["state"] == "started", admission
+        result = admission["result"]
+        assert (json.loads(result) if isinstance(result, str) else result)["turn_id"] == started_turn
+    else:  # it never ran: nothing of it persists, a retry runs it
+        assert admission is None
 
 
 def _conversation(home, session):

@@ -28,7 +28,8 @@ TRANSITIONS_TESTED_ELSEWHERE = {
     **{edge: BOOT_REPAIR_TEST for edge in (
         "boot:starting->stopped", "boot:stopping->stopped", "boot:runtime:binding->unbound",
         "boot:runtime:reconfiguring->unbound", "boot:runtime:recovering->unbound", "boot:queue:dispatching->sent",
-        "boot:queue:dispatching->queued", "boot:admission:binding->withdrawn")},
+        "boot:queue:dispatching->queued", "boot:admission:binding->withdrawn",
+        "boot:admission:binding->started")},
     "derivation:creating->withdrawn": "tests/test_derive.py makes the session store fail while a continue writes "
                                       "its new session; no scenario can make a disk fail",
     **{edge: "tests/test_derive.py writes the rows a daemon killed mid-creation leaves and boots on them"

@@ -9,8 +9,8 @@ import logging
 from compozy import proc
 from compozy.errors import CompozyError
 from compozy.session.records.control import move_admission, move_entry
-from compozy.states import (RUNTIME, SESSION, AdmissionState, FailureKind, QueueStatus, RuntimeStatus, SessionState,
-                            StopReason)
+from compozy.states import (RUNTIME, SESSION, AdmissionState, Disposition, FailureKind, QueueStatus, RuntimeStatus,
+                            SessionState, StopReason)
 
 log = logging.getLogger("compozy.repair")
 
@@ -73,10 +73,11 @@ def classify_stale(store):
 
 
 def settle_control_rows(store):
-    """Admissions mid-bind never started; entries mid-dispatch are sent or queued again."""
+    """Admissions mid-bind started when their user_message is in the log, else never did; entries
+    mid-dispatch are sent or queued again."""
     catalog = store.catalog
     for admission in catalog.admissions_in_state(AdmissionState.BINDING):
-        move_admission(catalog, admission["id"], AdmissionState.BINDING, AdmissionState.WITHDRAWN, repair=True)
+        settle_binding_admission(store, admission)
     for session_id in catalog.sessions_with_entries((QueueStatus.DISPATCHING,)):
         record = store.get(session_id)
         for entry in catalog.entries(session_id, (QueueStatus.DISPATCHING,)):
@@ -85,6 +86,21 @@ def settle_control_rows(store):
             move_entry(catalog, entry["id"], QueueStatus.DISPATCHING, QueueStatus.SENT if sent else QueueStatus.QUEUED,
                        repair=True)
     catalog.orphan_pending_interactions()
+
+
+def settle_binding_admission(store, admission):
+    """A prompt caught between its user_message and its admission's `started`: the log says it ran,
+    so a retry must answer that turn, never run the prompt again."""
+    record = store.get(admission["session_id"])
+    message_id = admission["message_id"]
+    ran = record is not None and message_id and store.events(record).user_message(message_id)
+    if not ran:
+        move_admission(store.catalog, admission["id"], AdmissionState.BINDING, AdmissionState.WITHDRAWN, repair=True)
+        return
+    result = {"disposition": Disposition.STARTED.value, "turn_id": ran["turn_id"], "message_id": message_id,
+              "idempotency_key": admission["idempotency_key"], "replayed": False}
+    move_admission(store.catalog, admission["id"], AdmissionState.BINDING, AdmissionState.STARTED, repair=True,
+                   result=result)
 
 
 def last_turn_events(log_):
