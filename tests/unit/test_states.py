@@ -82,7 +82,8 @@ def test_boot_repair_leaves_every_live_state_at_rest():
     assert {b for _, b in RUNTIME.repairs} == {RuntimeStatus.UNBOUND}
     assert {a for a, _ in RUNTIME.repairs} == set(RuntimeStatus) - {RuntimeStatus.UNBOUND}
     assert {a for a, _ in QUEUE.repairs} == {QueueStatus.DISPATCHING}
-    assert ADMISSION.repairs == {(AdmissionState.BINDING, AdmissionState.WITHDRAWN)}
+    assert ADMISSION.repairs == {(AdmissionState.BINDING, AdmissionState.WITHDRAWN),
+                                 (AdmissionState.BINDING, AdmissionState.STARTED)}  # by its user_message
     assert TURN.repairs == set()  # turns live in memory only
     assert REWIND.repairs == {(RewindState.PENDING, RewindState.COMPLETED)}
     assert {a for a, _ in DERIVATION.repairs} == {DerivationState.CREATING}
