@@ -27,6 +27,7 @@ class Setting:
 
 
 SETTINGS = (
+    Setting("default_agent", "general", "str", "the agent a session gets when its creation names none"),
     Setting("permissions.mode", "approve-all", "choice",
             "approve-all allows every request once; approve-reads allows reads and holds the rest "
             "for POST .../approve; deny-all rejects every request",
@@ -67,6 +68,7 @@ HOOK_EVENTS = ("session.post_create", "session.post_stop", "agent.stopped", "tur
                "session.runtime_recovery.started", "session.runtime_recovery.succeeded",
                "session.runtime_recovery.exhausted")
 DEFAULT_HOOK_TIMEOUT = "30s"
+DEFAULT_HANDSHAKE_TIMEOUT = 30.0
 TITLE_CHAIN = "roles.auto_title.fallback_chain"
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -96,6 +98,7 @@ class Provider:
     name: str
     command: tuple
     env: dict = field(default_factory=dict)
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT  # seconds for initialize (a first `npx -y` downloads)
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,9 @@ def from_document(document, path="config.toml"):
 
 
 def _check_title_role(values, chain, providers, agents, problems):
+    default = values.get("default_agent")
+    if isinstance(default, str) and default not in agents:
+        problems.add("default_agent", f"names unknown agent {default!r}; configured: {', '.join(sorted(agents))}")
     agent = values.get("roles.auto_title.agent", "general")
     if isinstance(agent, str) and agent not in agents:
         problems.add("roles.auto_title.agent", f"names unknown agent {agent!r}")
@@ -287,7 +293,7 @@ def _check_value(setting, raw):
 def _load_providers(table, problems):
     providers = {}
     for name, spec in _named_tables(table, "providers", problems):
-        unknown = set(spec) - {"command", "env"}
+        unknown = set(spec) - {"command", "env", "handshake_timeout"}
         for key in sorted(unknown):
             problems.add(f"providers.{name}.{key}", "unknown key")
         command = spec.get("command")
@@ -298,7 +304,14 @@ def _load_providers(table, problems):
         if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
             problems.add(f"providers.{name}.env", "expected a table of strings")
             continue
-        providers[name] = Provider(name, tuple(command), dict(env))
+        try:
+            handshake = parse_duration(spec.get("handshake_timeout", "30s"))
+            if handshake <= 0:
+                raise ValueError("a handshake needs a time bound above zero")
+        except ValueError as exc:
+            problems.add(f"providers.{name}.handshake_timeout", str(exc))
+            continue
+        providers[name] = Provider(name, tuple(command), dict(env), handshake)
     return providers
 
 

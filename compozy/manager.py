@@ -25,6 +25,7 @@ from compozy.session.lifecycle.boot import Reconciler
 from compozy.session.lifecycle.stop import Stopper
 from compozy.session.lifecycle.supervision import Supervisor
 from compozy.session.records import reads
+from compozy.session.records.agents import AgentViews
 from compozy.session.records.creation import create_session
 from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.governed import refuse_user_action
@@ -48,11 +49,11 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager:
+class SessionManager(AgentViews):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
-        self.home, self.config = home.ensure(), config
+        self.home = home.ensure()
         self.catalog = Catalog(home.catalog_file)
         self.store = SessionStore(home, self.catalog, EventLogPool(home))
         self.workspaces = Workspaces(self.catalog, home.root)
@@ -139,7 +140,7 @@ class SessionManager:
         (session ID, binding secret) a bound agent presents; it is the parent unless the body names one."""
         self._require_admission()
         caller = self.services.identities.presented(*identity) if identity and any(identity) else None
-        record = create_session(body, config=self.config, workspaces=self.workspaces, store=self.store,
+        record = create_session(body, config=self.services.config, workspaces=self.workspaces, store=self.store,
                                 caller=caller)
         self._catalog_changed("upserted", record)
         self.services.observers.emit("created", record)

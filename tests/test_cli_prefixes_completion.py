@@ -72,6 +72,7 @@ def test_completion_offers_commands_session_ids_workspaces_and_agents(daemon, wo
     assert complete(daemon.home, "session", "status", "sess_") == [session["id"]]
     assert complete(daemon.home, "session", "status", session["id"][5:9]) == [session["id"][5:]]
     assert complete(daemon.home, "session", "new", "--workspace", "") == [workspace.name]
+    assert complete(daemon.home, "session", "new", "--agent", "") == ["general"]
 
 
 def test_completion_without_a_daemon_offers_nothing_quietly(home):

@@ -43,6 +43,10 @@ CLI_TESTED_ELSEWHERE = {
     "daemon stop": "tests/test_daemon.py stops it gracefully",
     "daemon status": "tests/test_daemon.py reads it while running and after stop",
     "agent reference": "every scenario launches the reference agent through the daemon",
+    "session attach": "tests/test_cli_attach.py drives it through a pseudo-terminal against a real daemon",
+    "completion": "tests/test_cli_prefixes_completion.py loads the scripts and asks the completion protocol",
+    "config check": "tests/test_cli_agents.py checks valid, invalid and missing files",
+    "daemon reload": "tests/test_cli_agents.py reloads a running daemon by the command and by SIGHUP",
     "mcp relay": "spec/tools/tools-stdio-relay.yaml has the agent launch it; tests/test_tool_server.py drives it "
                  "with the official MCP client",
 }

@@ -33,7 +33,6 @@ SESSION_PROMPT = "session/prompt"
 SESSION_CANCEL = "session/cancel"
 SESSION_UPDATE = "session/update"
 STEER = "_compozy/steer"
-HANDSHAKE_TIMEOUT = 30.0
 REFUSED_TERM_GRACE, REFUSED_KILL_GRACE = 0.5, 5.0  # an agent refused at its handshake: stopped at once
 SESSION_TIMEOUT = 60.0
 LOAD_TIMEOUT = 120.0
@@ -191,7 +190,7 @@ def _initialize(client):
     try:
         result = client.process.call(INITIALIZE, {"protocolVersion": protocol.PROTOCOL_VERSION,
                                                   "clientCapabilities": CLIENT_CAPABILITIES,
-                                                  "clientInfo": CLIENT_INFO}, HANDSHAKE_TIMEOUT)
+                                                  "clientInfo": CLIENT_INFO}, provider.handshake_timeout)
     except (AcpError, AgentExited, TimeoutError) as exc:
         raise refused(client, "handshake_failure", f"provider {provider.name!r} failed {INITIALIZE}: {exc}")
     if not isinstance(result, dict) or result.get("protocolVersion") != protocol.PROTOCOL_VERSION:

@@ -205,6 +205,44 @@ def _signal_the_daemon(home, pid):
         os.close(handle)
 
 
+@daemon.command("reload")
+@output_option()
+def reload(output):
+    """Re-read config.toml (as SIGHUP does): new sessions see it, live sessions keep their binding.
+
+    The file is checked first, as `compozy config check` does; an invalid one is reported and the
+    daemon keeps its running configuration.
+
+    \b
+    Example:
+      compozy daemon reload
+    """
+    from compozy.cli.configuration import load_checked
+    from compozy.paths import Home, read_daemon_file
+    home = Home()
+    info = running_daemon(home)
+    if not info:
+        raise CompozyError("daemon_unavailable", "no compozy daemon is running (start one with `compozy daemon start`)")
+    _, problems = load_checked()
+    if problems:
+        click.echo(problems, err=True)
+        sys.exit(1)
+    before = info.get("config_loaded_at"), info.get("config_failed_at")
+    os.kill(info["pid"], signal.SIGHUP)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        now = read_daemon_file(home) or {}
+        if (now.get("config_loaded_at"), now.get("config_failed_at")) != before:
+            if now.get("config_error"):
+                click.echo(now["config_error"], err=True)
+                sys.exit(1)
+            emit(now, output, lambda d: f"compozy daemon (pid {d['pid']}) reloaded {home.config_file}")
+            return
+        time.sleep(0.05)
+    click.echo(f"compozy daemon: pid {info['pid']} did not reload within {START_TIMEOUT:.0f}s", err=True)
+    sys.exit(1)
+
+
 @daemon.command("status")
 @output_option()
 @click.pass_obj

@@ -82,8 +82,8 @@ def cli(ctx, url):
 
 
 def main(argv=None):
-    from compozy.cli import (agent, attach, completion, daemon, derive, history, lifecycle, mcp,  # noqa: F401
-                             prompting, session, workspace)
+    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
+                             lifecycle, mcp, prompting, session, workspace)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

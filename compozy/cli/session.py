@@ -29,7 +29,7 @@ def session():
 
 
 @session.command("new")
-@click.option("--agent", "agent_name", default="general", show_default=True, help="agent definition to use",
+@click.option("--agent", "agent_name", help="agent definition to use (default: default_agent in config.toml)",
               shell_complete=complete_agents)
 @click.option("--cwd", type=click.Path(file_okay=False), help="workspace directory (default: the current directory)")
 @click.option("--workspace", help="a registered workspace name or ID instead of --cwd",

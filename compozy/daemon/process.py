@@ -14,6 +14,7 @@ import threading
 
 from compozy import __version__
 from compozy.clock import now_iso
+from compozy.config import ConfigError
 from compozy.config import load as load_config
 from compozy.daemon.listen import DaemonError, bind_tcp, bind_unix, parse_listen, serve, url_host
 from compozy.daemon.logs import setup_logging
@@ -69,6 +70,7 @@ class Daemon:
         self.host = None
         self.socket_path = socket_path or home.socket_file
         self.stop_requested = threading.Event()
+        self.reload_requested = threading.Event()
         self.server_failed = False
 
     def run(self, announce=print):
@@ -85,13 +87,16 @@ class Daemon:
         servers = serve(app, sockets, descriptors)
         self._install_signal_handlers()
         threading.Thread(target=self.serve_loop, args=(servers[0],), name="waitress", daemon=True).start()
-        write_private_json(self.home.daemon_file, {"pid": os.getpid(), "http": url, "socket": str(self.socket_path),
-                                                   "started_at": now_iso(), "version": __version__})
+        self.info = {"pid": os.getpid(), "http": url, "socket": str(self.socket_path), "started_at": now_iso(),
+                     "version": __version__, "config_loaded_at": now_iso()}
+        write_private_json(self.home.daemon_file, self.info)
         log.info("daemon ready (pid %s, http %s, socket %s)", os.getpid(), url, self.socket_path)
         announce(f"compozy daemon listening on {url or 'none'} socket {self.socket_path}", flush=True)
         try:
             while not self.stop_requested.wait(0.5):
-                pass
+                if self.reload_requested.is_set():
+                    self.reload_requested.clear()
+                    self.reload(manager)
             log.info("shutting down: stopping live sessions")
         finally:
             manager.shutdown()
@@ -99,6 +104,18 @@ class Daemon:
                 server.close()
             self._cleanup(lock_fd)
         return 1 if self.server_failed else 0
+
+    def reload(self, manager):
+        """SIGHUP: read config.toml again; an invalid file keeps the running configuration (and says so in
+        daemon.json, where `compozy daemon reload` reads the outcome)."""
+        try:
+            manager.reload_config(load_config(self.home.config_file))
+            self.info = {**self.info, "config_loaded_at": now_iso(), "config_error": None}
+            log.info("config reloaded from %s", self.home.config_file)
+        except ConfigError as exc:
+            self.info = {**self.info, "config_error": str(exc), "config_failed_at": now_iso()}
+            log.error("config reload refused, keeping the running configuration: %s", exc)
+        write_private_json(self.home.daemon_file, self.info)
 
     def endpoints(self, port):
         """Where the agents this daemon binds reach its tool server: loopback, even when it listens wider."""
@@ -132,6 +149,7 @@ class Daemon:
             self.stop_requested.set()
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
+        signal.signal(signal.SIGHUP, lambda signum, frame: self.reload_requested.set())
 
     def _cleanup(self, lock_fd):
         for path in (self.home.daemon_file, self.socket_path):

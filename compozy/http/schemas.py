@@ -174,6 +174,10 @@ SCHEMAS = {
         ["message_id", "turn_id", "role", "text", "timestamp"], message_id=nullable(STRING),
         turn_id=nullable(STRING), role=enum(("user", "assistant", "tool")), text=STRING, timestamp=TIMESTAMP))),
     "DaemonHealth": obj(["status", "version"], status=enum(("ok",)), version=STRING),
+    "AgentList": obj(["agents", "default_agent"], default_agent=STRING, agents=array(obj(
+        ["name", "provider", "command", "found", "runtime", "default"], name=STRING, provider=STRING,
+        command=array(STRING), found=BOOLEAN, runtime=OBJECT, default=BOOLEAN, fallback_chain=array(OBJECT),
+        env=array(STRING), handshake_timeout=nullable(NUMBER)))),
     "DaemonStatusAnswer": obj(["status"], status=obj(
         ["version", "accepting", "sessions", "live", "attention"], version=STRING, accepting=BOOLEAN,
         sessions={"type": "object", "additionalProperties": INTEGER}, live=INTEGER,

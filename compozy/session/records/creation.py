@@ -19,7 +19,7 @@ def create_session(body, *, config, workspaces, store, caller=None, spawn=None):
         raise invalid("give exactly one of workspace or workspace_path")
     if "name" in body and not body["name"].strip():
         raise invalid("name must not be blank", field="name")
-    agent = config.agent(body.get("agent_name", "general"))  # step 1: resolve the agent definition
+    agent = config.agent(body.get("agent_name", config["default_agent"]))  # step 1: resolve the agent definition
     workspace = workspaces.check_usable(workspaces.resolve(body["workspace"]) if "workspace" in body
                                         else workspaces.for_path(body["workspace_path"]))  # step 1: and the workspace
     session_id = new_id("sess")

@@ -1,0 +1,77 @@
+"""`compozy config check`: validate config.toml and print what it resolves to.
+
+Layer 6 (surface). It reads the file the daemon of this home reads, with the daemon's own loader,
+so what it accepts the daemon accepts (`daemon reload` checks the same way before it signals).
+"""
+
+import shutil
+import sys
+
+import click
+
+from compozy.cli.main import cli
+from compozy.cli.output import emit, output_option
+
+
+@cli.group("config")
+def config_group():
+    """The daemon's configuration (config.toml in the home folder).
+
+    \b
+    Example:
+      compozy config check
+    """
+
+
+def load_checked():
+    """(config, None) when config.toml is valid, else (None, the problems, one a line)."""
+    from compozy.config import ConfigError, load
+    from compozy.paths import Home
+    try:
+        return load(Home().config_file), None
+    except ConfigError as exc:
+        return None, str(exc)
+
+
+@config_group.command("check")
+@output_option()
+def check(output):
+    """Validate config.toml (every key, value, provider and agent name) and print what it resolved.
+
+    \b
+    Example:
+      compozy config check
+      COMPOZY_HOME=~/.compozy-work compozy config check -o json
+    """
+    from compozy.paths import Home
+    config, problems = load_checked()
+    if problems:
+        emit({"valid": False, "path": str(Home().config_file), "problems": problems.splitlines()}, output,
+             lambda d: "\n".join(d["problems"]))
+        sys.exit(1)
+    emit(resolved(config, Home().config_file), output, _text)
+
+
+def resolved(config, path):
+    from compozy.config import SETTINGS
+    return {"valid": True, "path": str(path), "exists": path.exists(), "default_agent": config["default_agent"],
+            "agents": {name: {"provider": a.provider, "runtime": a.defaults(),
+                              "fallback_chain": [r.runtime() for r in a.fallback_chain]}
+                       for name, a in sorted(config.agents.items())},
+            "providers": {name: {"command": list(p.command), "found": shutil.which(p.command[0]) is not None,
+                                 "env": sorted(p.env), "handshake_timeout": p.handshake_timeout}
+                          for name, p in sorted(config.providers.items())},
+            "settings": {s.name: config.values.get(s.name, s.default) for s in SETTINGS}}
+
+
+def _text(document):
+    lines = [f"{document['path']}: valid" + ("" if document["exists"] else " (no file: the defaults)"),
+             f"default agent  {document['default_agent']}", "agents"]
+    lines += [f"  {name:<16} provider {a['provider']}  " + " ".join(f"{k}={v}" for k, v in a["runtime"].items()
+                                                                    if k != "provider")
+              for name, a in document["agents"].items()]
+    lines.append("providers")
+    for name, p in document["providers"].items():
+        found = "" if p["found"] else f"   (NOT FOUND on PATH: {p['command'][0]})"
+        lines.append(f"  {name:<16} {' '.join(p['command'])}{found}")
+    return "\n".join(lines)
