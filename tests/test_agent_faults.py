@@ -31,7 +31,7 @@ from compozy.paths import Home
 FAULT_AGENT = str(Path(__file__).resolve().parent / "harness" / "fault_agent.py")
 WITHIN = 60.0
 SEED = int(os.environ.get("COMPOZY_FAULT_SEED", "9"))
-KILLS = 40 if os.environ.get("COMPOZY_LONG") == "1" else 6
+KILLS = 40 if os.environ.get("COMPOZY_LONG") == "1" else 4
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from tests.harness.torture import (Figures, Round, SessionLoad, audit_session, c
                                    kill_during_boot, retry_after_restart)
 
 LONG = os.environ.get("COMPOZY_TORTURE") == "1"
-KILLS = int(os.environ.get("COMPOZY_TORTURE_KILLS", "200")) if LONG else 10
+KILLS = int(os.environ.get("COMPOZY_TORTURE_KILLS", "200")) if LONG else 8
 SESSIONS = 4 if LONG else 3
 SEED = int(os.environ.get("COMPOZY_TORTURE_SEED", "20261203"))
 
