@@ -5,7 +5,7 @@ child into a process group of its own. Each time the daemon keeps answering, the
 once and says what happened, and nothing of the agent survives a stop.
 
 The daemon runs in this process (a real SessionManager, real agent subprocesses, real signals) so a
-test can shorten the handshake timeout; tests/harness/fault_agent.py is the scripted misbehaving agent
+test can read its processes directly; tests/harness/fault_agent.py is the scripted misbehaving agent
 and the reference agent's directives give the rest. Faults already pinned elsewhere (garbage lines:
 spec/prompts/prompt-garbage-output-survives.yaml; a crash resumed once: spec/recovery/; the stubborn
 stop without cancel: tests/test_stop_and_recovery.py) are not repeated.
@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from compozy import proc
-from compozy.acp import client as acp_client
 from compozy.config import from_document
 from compozy.errors import CompozyError
 from compozy.manager import SessionManager
@@ -50,7 +49,8 @@ def daemon(home, workspace, marker):
     def start(fault=None, settings=None):
         document = {"session": {"stop": {"cooperative_grace": "1s"}, **(settings or {})}}
         if fault is not None:
-            document["providers"] = {"fault": {"command": [sys.executable, FAULT_AGENT], "env": {"FAULT": fault}}}
+            document["providers"] = {"fault": {"command": [sys.executable, FAULT_AGENT], "env": {"FAULT": fault},
+                                               "handshake_timeout": "2s"}}
             document["agents"] = {"general": {"provider": "fault"}}
         manager = SessionManager(Home(home), from_document(document)).start()
         managers.append(manager)
@@ -165,9 +165,7 @@ def test_an_agent_ignoring_cancel_and_sigterm_with_grandchildren_leaves_nothing(
 
 
 @pytest.mark.parametrize("fault", ["silent-init", "wrong-ids"])
-def test_an_agent_that_never_answers_initialize_is_refused_and_the_daemon_answers(daemon, marker, fault,
-                                                                                    monkeypatch):
-    monkeypatch.setattr(acp_client, "HANDSHAKE_TIMEOUT", 2.0)
+def test_an_agent_that_never_answers_initialize_is_refused_and_the_daemon_answers(daemon, marker, fault):
     manager, session_id = daemon(fault)
     with pytest.raises(CompozyError) as refused:
         _prompt(manager, session_id, "hello")
