@@ -195,7 +195,10 @@ def test_a_prompt_answered_under_a_wrong_id_ends_at_the_prompt_deadline(daemon, 
     manager, session_id = daemon("wrong-prompt-id", {"supervision": {"prompt_deadline": "3s"}})
     turn_id = _prompt(manager, session_id, "go")
     end = _ended_once(manager, session_id, turn_id)
-    assert end["type"] == "error" or end["content"].get("stop_reason") != "end_turn", end
+    assert end["type"] == "done" and end["content"] == {"stop_reason": "cancelled", "forced": True}, end
+    kinds = [e["content"]["marker"]["kind"] for e in _events(manager, session_id, turn_id=turn_id,
+                                                              type="transcript_marker.created")]
+    assert kinds == ["prompt_timeout", "prompt_cancel"], kinds  # the deadline, then the forced cancel
     _stopped_clean(manager, session_id, marker)
 
 
