@@ -174,3 +174,13 @@ def test_a_daemon_never_takes_over_a_live_daemons_socket(daemon, tmp_path):
     result = run_cli(other_home, "daemon", "run", "--no-http", "--socket", daemon.info["socket"])
     assert result.returncode == 1 and "a daemon is listening on" in result.stderr, result.stderr
     assert Client(daemon.socket_url).call("GET", "/api/health")[0] == 200  # still its own
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a socket to another user needs root")
+def test_the_cli_never_talks_to_a_socket_another_user_owns(daemon, home):
+    os.chown(daemon.info["socket"], 65534, -1)
+    try:
+        result = run_cli(home, "session", "list")
+        assert result.returncode == 1 and "belongs to uid 65534" in result.stderr, result.stderr
+    finally:
+        os.chown(daemon.info["socket"], os.geteuid(), -1)

@@ -20,6 +20,9 @@ class UnixConnection(http.client.HTTPConnection):
         self.socket_path = path
 
     def connect(self):
+        owner = os.stat(self.socket_path).st_uid
+        if owner != os.geteuid():  # someone else's socket would hear our prompts: never talk to it
+            raise ConnectionRefusedError(f"the socket {self.socket_path} belongs to uid {owner}, not to you")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         sock.connect(self.socket_path)
