@@ -168,6 +168,10 @@ OPERATIONS = (
               (Success(200, "SessionAnswer"),), SESSION, cli=_session_cli("session get", flags=_flags("workspace")),
               tool=Tool("compozy__session_describe", "Describe a session of your workspace (default: yourself), "
                         "supervision included", target="caller")),
+    Operation("PATCH", S, "session.rename", "rename_session",
+              "Rename a session (an explicit name wins over auto titles)",
+              (Success(200, "SessionAnswer"),), (*SESSION, "session_daemon_managed"), body=v.RENAME_FIELDS,
+              cli=_session_cli("session rename", "name")),
     Operation("DELETE", S, "session.remove.scoped", "remove_session", "Remove a session in a workspace",
               (Success(200, "Removal"),), (*SESSION, "stop_unverified", "session_daemon_managed"),
               cli=_session_cli("session remove", flags=_flags("workspace"))),

@@ -38,6 +38,7 @@ from compozy.session.records.workspaces import Workspaces
 from compozy.session.turns.binding import Binder
 from compozy.session.turns.engine import TurnEngine
 from compozy.session.turns.identity import Identities
+from compozy.session.turns import titles
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
@@ -196,6 +197,10 @@ class SessionManager(AgentViews):
             texts = [self._list_row_text(*row) for row in rows]
             return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)}}}')
         return {"sessions": [json.loads(self._list_row_text(*row)) for row in rows], "page": page}
+
+    def rename_session(self, session_id, workspace, body):
+        """An explicit name; it always wins over an auto title."""
+        return {"session": self._resource(titles.rename(self._session(session_id, workspace), body), precise=True)}
 
     def remove_session(self, session_id, workspace=None):
         """Stop a live session (verified), then delete its catalog row and directory."""

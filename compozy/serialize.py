@@ -6,7 +6,7 @@ Layer 2: pure functions over session records (their attributes) and catalog rows
 import copy
 import json
 
-OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "derivation", "spawn")
+OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "derivation", "spawn", "auto_title")
 IDLE_SUPERVISION = {"work_signals": [], "sources": {}, "quiet_warning": None}
 
 

@@ -155,6 +155,7 @@ ACP_OPTION_FIELDS = {"id": text(required=True, max_length=200), "value_id": text
 RUNTIME_FIELDS = {name: text(max_length=200) for name in ("provider", "model", "reasoning_effort", "speed")} | {
     "acp_options": sequence(items=ACP_OPTION_FIELDS)}
 WORKSPACE_FIELDS = {"name": label(required=True), "path": text(required=True)}
+RENAME_FIELDS = {"name": label(required=True, max_length=200)}
 CREATE_FIELDS = {
     "agent_name": text(max_length=64),
     "name": label(max_length=200),

@@ -107,6 +107,18 @@ def parse_directives(text: str) -> tuple[list[Directive], str]:
     return found, remaining.strip()
 
 
+TITLE_PASS_PREFIX = "Write a short title"
+TITLE_WORDS = 6
+
+
+def title_of(prompt_text: str) -> str:
+    """The reference agent's title: the first words of the quoted user line, directives removed."""
+    line = next((line[len("User:"):] for line in prompt_text.splitlines() if line.startswith("User:")), "")
+    words = parse_directives(line)[1].split()[:TITLE_WORDS]
+    title = " ".join(words).strip(" .,:;!?")
+    return title[:1].upper() + title[1:] if title else "Untitled conversation"
+
+
 def split_context_replay(text: str) -> ContextReplay | None:
     """The replayed messages and the real request, or None when the prompt has no replay block."""
     match = _REPLAY_BLOCK.search(text)

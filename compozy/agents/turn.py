@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 import traceback
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compozy.acp import protocol
 from compozy.agents.directives import (
-    DirectiveSteps, TurnCancelled, TurnFailed, log, parse_directives, split_context_replay,
+    TITLE_PASS_PREFIX, DirectiveSteps, TurnCancelled, TurnFailed, log, parse_directives, split_context_replay,
+    title_of,
 )
 from compozy.agents.sessions import Session
 
@@ -71,6 +74,8 @@ class Turn(DirectiveSteps):
         self.agent.finish_turn(self, message)
 
     def execute(self) -> dict:
+        if self.prompt_text.startswith(TITLE_PASS_PREFIX):
+            return self.answer_title()
         if self.replay:
             self.agent.store.record_replayed(self.session, self.replay.messages)
         self.earlier_user_messages = self.agent.store.user_messages(self.session)
@@ -85,6 +90,14 @@ class Turn(DirectiveSteps):
         self.checkpoint()
         self.say(self.final_text())
         return {"stopReason": self.stop_reason, **({"usage": self.usage} if self.usage else {})}
+
+    def answer_title(self) -> dict:
+        """A daemon's title pass: a short title from the conversation's first user line (see title_of)."""
+        gate = os.environ.get("COMPOZY_REFERENCE_TITLE_GATE")
+        if gate:
+            self.pause(math.inf, until=Path(self.session.cwd, ".compozy-gates", gate).exists)
+        self.say(title_of(self.prompt_text))
+        return {"stopReason": "end_turn"}
 
     def final_text(self) -> str:
         if self.recall:

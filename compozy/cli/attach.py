@@ -148,6 +148,9 @@ def attach(obj, session_id, last):
       compozy session attach sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --last 0
     """
     resource = obj.call("session.get", session_id=session_id)["session"]
+    if resource["type"] in DAEMON_MANAGED:  # the daemon owns it: no user lifecycle action, attach included
+        raise CompozyError("session_daemon_managed", f"session {resource['id']} is daemon-managed "
+                           f"({resource['type']}); it cannot be attached by a user", session_id=resource["id"])
     attached = Attached(obj, resource)
     if last:
         recent = obj.call("session.events", session_id=resource["id"], workspace=resource["workspace_id"], limit=last)
@@ -158,6 +161,9 @@ def attach(obj, session_id, last):
                f"/help for commands, Ctrl-D to detach", err=True)
     threading.Thread(target=attached.follow, daemon=True).start()
     sys.exit(_type_lines(attached))
+
+
+DAEMON_MANAGED = ("system", "coordinator", "spawned")  # compozy.session.records.governed, as the API spells them
 
 
 def _type_lines(attached):

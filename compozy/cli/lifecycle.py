@@ -1,4 +1,4 @@
-"""`compozy session stop|archive|unarchive|repair`.
+"""`compozy session stop|rename|archive|unarchive|repair`.
 
 Layer 6 (surface).
 """
@@ -29,6 +29,22 @@ def stop(obj, session_id, wait, output):
         emit(document, output, _outcome_text)
         sys.exit(0 if document.get("verified") else 1)
     document = obj.call("session.get", session_id=session_id)
+    emit(document, output, lambda d: session_block(d["session"]))
+
+
+@session.command("rename")
+@session_argument
+@click.argument("name")
+@output_option()
+@click.pass_obj
+def rename(obj, session_id, name, output):
+    """Name the session; an explicit name always wins over an auto title.
+
+    \b
+    Example:
+      compozy session rename sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY "release notes"
+    """
+    document = obj.call("session.rename", session_id=session_id, name=name)
     emit(document, output, lambda d: session_block(d["session"]))
 
 

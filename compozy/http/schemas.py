@@ -87,7 +87,8 @@ SESSION_FIELDS = dict(
     stop_reason=enum(StopReason), stop_detail=STRING, failure=FAILURE, attention=nullable(STRING),
     derivation=ref("Derivation"),
     spawn=obj(["role", "ttl", "expires_at", "permissions"], role=STRING, ttl=STRING, expires_at=TIMESTAMP,
-              permissions=obj(["mode", "parent_mode"], mode=STRING, parent_mode=STRING)))
+              permissions=obj(["mode", "parent_mode"], mode=STRING, parent_mode=STRING)),
+    auto_title=obj(["state", "at"], state=enum(("running", "titled", "failed", "superseded")), at=TIMESTAMP))
 SESSION_REQUIRED = ("id", "name", "type", "state", "agent_name", "workspace_id", "cwd", "created_at", "updated_at",
                     "archived", "fences", "runtime", "lineage", "activity", "health", "supervision", "escalated")
 EVENT = obj(["id", "session_id", "sequence", "turn_id", "type", "agent_name", "workspace_id", "content", "timestamp"],

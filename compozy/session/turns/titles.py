@@ -1,0 +1,170 @@
+"""Auto titles ([roles.auto_title]) and the explicit rename that always wins over them.
+
+Layer 4. After the first assistant response of an unnamed user session is persisted, one bounded
+title pass runs on a thread: the title agent (its provider, model and reasoning effort, then the
+role's fallback_chain) gets the first exchange in an ACP session of its own, launched for the pass
+and stopped after it, with no tools, no files and no permissions, and outside the catalog (no list
+shows it). A usable answer becomes the session's name (meta.json and the catalog) unless a name was
+set meanwhile; on failure, a timeout or when disabled, the session stays unnamed. Daemon-managed
+sessions are never titled. The pass is recorded in meta.json as `auto_title` (`state`: running,
+titled, failed, superseded).
+"""
+
+import logging
+import threading
+
+from compozy import validate as v
+from compozy.acp.client import launch, open_session
+from compozy.acp.options import configure
+from compozy.clock import now_iso
+from compozy.errors import CompozyError
+from compozy.session.records.governed import refuse_user_action
+from compozy.states import PermissionDecision, SessionType
+from compozy.text import one_line
+
+log = logging.getLogger("compozy.titles")
+
+EXCERPT_CHARS = 2000
+TITLE_CHARS = 80
+STOP_GRACE = 2.0
+PROMPT = ("Write a short title (at most 8 words) for this conversation. Answer with the title only, "
+          "no quotes.\n\nUser: {user}\n\nAssistant: {assistant}\n")
+
+
+def rename(session, body):
+    """An explicit name from a person: it wins over any title pass, running or to come."""
+    body = v.check_body(body, v.RENAME_FIELDS)
+    name = body["name"].strip()
+    if not name:
+        raise CompozyError("invalid_request", "name must not be blank", field="name")
+    refuse_user_action(session.record, "renamed")
+    with session.lock:
+        return session.save(name=name)
+
+
+class Titles:
+    """An observer (compozy.session.records.observers) that runs title passes."""
+
+    def __init__(self, services, sessions):
+        self.services, self.sessions = services, sessions
+        self.running = set()
+        self.lock = threading.Lock()
+
+    def appended(self, session, records):
+        if not self.services.config["roles.auto_title.enabled"] or not any(r["type"] == "done" for r in records):
+            return
+        record = session.record
+        if record.type != SessionType.USER or record.name or "auto_title" in record.extra:
+            return
+        if len(session.log.read(types=["done"], limit=2)) != 1:
+            return  # not the first answer (titles came on later, or this is a derived session's repeat)
+        with self.lock:
+            if session.id in self.running:
+                return
+            self.running.add(session.id)
+        threading.Thread(target=self._pass, args=(session,), name=f"title-{session.id}", daemon=True).start()
+
+    def _pass(self, session):
+        try:
+            self._mark(session, "running")
+            title = self._generate(session)
+            with session.lock:
+                if session.record.name:
+                    self._mark(session, "superseded")
+                elif title:
+                    session.record.extra["auto_title"] = {"state": "titled", "at": now_iso()}
+                    session.save(name=title)
+                    log.info("session %s titled %r", session.id, title)
+                else:
+                    self._mark(session, "failed")
+        except Exception:  # noqa: BLE001 (a title pass never breaks its session)
+            log.exception("title pass of session %s failed", session.id)
+            self._mark(session, "failed")
+        finally:
+            with self.lock:
+                self.running.discard(session.id)
+
+    def _mark(self, session, state):
+        with session.lock:
+            session.record.extra["auto_title"] = {"state": state, "at": now_iso()}
+            session.save()
+
+    def _generate(self, session):
+        prompt = PROMPT.format(**first_exchange(session.log))
+        for route in self._routes():
+            try:
+                title = self._ask(session, route, prompt)
+            except Exception as exc:  # noqa: BLE001 (the next route, or unnamed)
+                log.warning("title pass of session %s on %s failed: %s", session.id, route.get("provider"), exc)
+                continue
+            if title:
+                return title
+        return None
+
+    def _routes(self):
+        config = self.services.config
+        agent = config.agent(config["roles.auto_title.agent"])
+        first = dict(agent.defaults())
+        for field in ("provider", "model", "reasoning_effort"):
+            if config[f"roles.auto_title.{field}"]:
+                first[field] = config[f"roles.auto_title.{field}"]
+        return [first, *(route.runtime() for route in config.title_chain)]
+
+    def _ask(self, session, route, prompt):
+        provider = self.services.config.provider(route["provider"])
+        if provider is None:
+            raise CompozyError("provider_unavailable", f"no provider named {route['provider']!r}")
+        listener = TitleListener()
+        runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root))
+        try:
+            open_session(runtime, session.record.cwd)
+            configure(runtime, route)
+            runtime.prompt(prompt, None).wait(self.services.config["roles.auto_title.timeout"])
+            return clean_title("".join(listener.text))
+        finally:
+            runtime.process.close_stdin()
+            runtime.process.kill_tree(STOP_GRACE, STOP_GRACE)
+
+
+def first_exchange(log):
+    """The first user message and the first answer, each bounded."""
+    events = log.read(types=["user_message", "agent_message", "done"], limit=1000, after_sequence=0)
+    user = next((e["content"].get("text", "") for e in events if e["type"] == "user_message"), "")
+    first_turn = next((e["turn_id"] for e in events if e["type"] == "done"), None)
+    answer = "".join(e["content"].get("text", "") for e in events
+                     if e["type"] == "agent_message" and e["turn_id"] == first_turn)
+    return {"user": user[:EXCERPT_CHARS], "assistant": answer[:EXCERPT_CHARS]}
+
+
+def clean_title(text):
+    """The first non-empty line, without quotes or a `Title:` label, one line, at most TITLE_CHARS."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if line.lower().startswith("title:"):
+        line = line[6:].strip()
+    line = one_line(line.strip("\"'`* ").strip())
+    return " ".join(line.split())[:TITLE_CHARS].strip() or None
+
+
+class TitleListener:
+    """The ACP seam's listener for a title pass: it keeps the answer's text and refuses everything else."""
+
+    def __init__(self):
+        self.text = []
+
+    def output(self, runtime, events):
+        self.text += [content.get("text", "") for kind, content in events if kind == "agent_message"]
+
+    def permission(self, runtime, ask, reply):
+        reply.answer(PermissionDecision.REJECT_ONCE.value)
+
+    def write(self, runtime, path, reply):
+        reply.answer(PermissionDecision.REJECT_ONCE.value)
+
+    def workspace_root(self):
+        return None
+
+    def files_denied(self):
+        return True
+
+    def exited(self, runtime):
+        pass
