@@ -92,3 +92,23 @@ def test_reload_new_sessions_see_the_config_live_ones_keep_their_binding(home, d
     wait_for(lambda: json.loads((daemon.home / "daemon.json").read_text())["config_loaded_at"] != before,
              what="the daemon to reload on SIGHUP")
     assert cli_json(daemon.home, "agent", "list")["default_agent"] == "general"
+
+
+def test_binding_progress_on_stderr_and_the_handshake_timeout_setting(home, daemon, workspace):
+    write_config(daemon.home, '[providers.mute]\ncommand = ["python3", "-c", "import time; time.sleep(120)"]\n'
+                              'handshake_timeout = "1s"\n[agents.mute]\nprovider = "mute"\n')
+    assert run_cli(daemon.home, "daemon", "reload").returncode == 0
+    sid = cli_json(daemon.home, "session", "new", "--cwd", str(workspace))["session"]["id"]
+    first = run_cli(daemon.home, "session", "prompt", sid, "hi")
+    assert first.returncode == 0, first.stderr
+    assert "starting general (python3 -m compozy agent reference)…" in first.stderr
+    assert "ready after " in first.stderr
+    again = run_cli(daemon.home, "session", "prompt", sid, "again")
+    assert "starting" not in again.stderr  # its agent runs already
+
+    mute = cli_json(daemon.home, "session", "new", "--cwd", str(workspace), "--agent", "mute")["session"]["id"]
+    silent = run_cli(daemon.home, "session", "prompt", mute, "anyone?")
+    assert silent.returncode == 1
+    assert "starting mute (python3 -c import time; time.sleep(120))…" in silent.stderr
+    assert "failed after " in silent.stderr
+    assert "Error: provider_unavailable: " in silent.stderr and "initialize" in silent.stderr

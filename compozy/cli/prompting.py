@@ -12,6 +12,7 @@ import click
 from compozy.cli.completion import session_argument
 from compozy.cli.main import choice
 from compozy.cli.output import emit, output_option, quiet_option, table
+from compozy.cli.progress import BindingProgress
 from compozy.cli.render import admission_line, print_event
 from compozy.cli.session import session
 from compozy.errors import CompozyError
@@ -89,12 +90,16 @@ def prompt(obj, session_id, message, message_file, mode, expected_turn_id, messa
     fields = dict(session_id=session_id, message=message, message_id=message_id or new_id("msg"),
                   idempotency_key=idempotency_key or new_id("idem"), mode=mode,
                   expected_turn_id=expected_turn_id, runtime=runtime_body(**runtime) or None)
+    progress = BindingProgress(obj, session_id)
+    if output == "text":
+        progress.begin()
     if detach:
-        document = obj.call("session.prompt", **fields)
+        with progress.until_answered():
+            document = obj.call("session.prompt", **fields)
         emit(document, output, lambda d: admission_line(d["prompt"]))
         return
     try:
-        sys.exit(follow_prompt(obj.stream("session.prompt", **fields), output))
+        sys.exit(follow_prompt(progress.frames(obj.stream("session.prompt", **fields)), output))
     except KeyboardInterrupt:
         sys.exit(interrupted(obj, session_id, cancel_on_interrupt))
 
