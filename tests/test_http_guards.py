@@ -225,12 +225,14 @@ def test_unknown_route_is_404(served, method, path):
     assert_still_healthy(served)
 
 
-@pytest.mark.parametrize("method, path", [("PUT", "/api/health"), ("POST", "/api/health"),
-                                          ("DELETE", "/api/sessions"), ("PATCH", "/api/workspaces"),
-                                          ("POST", "/api/openapi.json")])
-def test_wrong_method_is_405(served, method, path):
+@pytest.mark.parametrize("method, path, allowed", [("PUT", "/api/health", "GET"), ("POST", "/api/health", "GET"),
+                                                   ("DELETE", "/api/sessions", "GET, POST"),
+                                                   ("PATCH", "/api/workspaces", "GET, POST"),
+                                                   ("POST", "/api/openapi.json", "GET"), ("TRACE", "/api/health", "GET")])
+def test_wrong_method_is_405_and_names_the_allowed_ones(served, method, path, allowed):
     answer = send(served, method, path)
     assert_error(answer, 405, "method_not_allowed")
+    assert set(answer.headers["allow"].split(", ")) - {"HEAD", "OPTIONS"} == set(allowed.split(", ")), answer.headers
     assert_still_healthy(served)
 
 

@@ -55,7 +55,10 @@ def _compozy_error(exc):
 
 def _http_error(exc):
     code = HTTP_CODES.get(exc.code, "invalid_request")
-    return jsonify(error_body(code, exc.description or exc.name)), exc.code
+    response = jsonify(error_body(code, exc.description or exc.name))
+    if getattr(exc, "valid_methods", None):  # RFC 9110: a 405 names the methods the resource allows
+        response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
+    return response, exc.code
 
 
 def _unexpected_error(exc):
