@@ -40,13 +40,32 @@ def new_ulid():
         else:
             randomness = int.from_bytes(os.urandom(10), "big")
         _last[0], _last[1] = millis, randomness
-    value = (millis << 80) | randomness
-    return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(120, -1, -10)])
+    return _encode((millis << 80) | randomness)
 
 
 def new_id(kind):
     assert kind in PREFIXES, kind
     return f"{kind}_{new_ulid()}"
+
+
+def new_ids(kind, count):
+    """count IDs in creation order from one clock read and one lock (an event batch of 5,000 took
+    5,000 of each), continuing the same monotonic sequence as new_id."""
+    assert kind in PREFIXES, kind
+    mask = (1 << 80) - 1
+    with _lock:
+        millis = time.time_ns() // 1_000_000
+        if millis <= _last[0]:
+            millis, first = _last[0], _last[1] + 1
+        else:
+            first = int.from_bytes(os.urandom(10), "big")
+        _last[0], _last[1] = millis, (first + count - 1) & mask
+    base = millis << 80
+    return [f"{kind}_{_encode(base | ((first + i) & mask))}" for i in range(count)]
+
+
+def _encode(value):
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(120, -1, -10)])
 
 
 def is_valid_id(value, kind):

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from peewee import SQL, BooleanField, CharField, Check, IntegerField, Model, TextField
 
 from compozy.clock import now_iso
-from compozy.ids import new_id
+from compozy.ids import new_ids
 from compozy.paths import FILE_MODE
 from compozy.store.db import EVENT_STORE_PRAGMAS, open_sqlite
 
@@ -48,6 +48,7 @@ HISTORY_SQL = ("SELECT sequence, id, turn_id, type, timestamp, COALESCE(json_ext
                "END) FROM events NOT INDEXED WHERE type IN ('user_message', 'agent_message') AND {archive} "
                "ORDER BY sequence")
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
+_encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds an encoder per call with these
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
           "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")
 
@@ -191,8 +192,8 @@ class EventLog:
         with self._write() as db:
             first = self._next_sequence
             timestamp = now_iso()
-            rows = [(first + i, new_id("evt"), turn_id, kind, agent_name,
-                     json.dumps(content, separators=(",", ":")), timestamp)
+            ids = new_ids("evt", len(items))
+            rows = [(first + i, ids[i], turn_id, kind, agent_name, _encode(content), timestamp)
                     for i, (kind, turn_id, content, agent_name) in enumerate(items)]
             db.cursor().executemany(INSERT, rows)
         return first, timestamp, rows

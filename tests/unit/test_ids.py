@@ -128,3 +128,13 @@ def test_client_token_rejects_unsafe_or_unbounded(value):
     assert caught.value.code == "invalid_request"
     assert caught.value.details.get("field") == "idempotency_key"
     assert "idempotency_key" in caught.value.message
+
+
+def test_ids_made_in_a_batch_are_valid_distinct_and_in_creation_order():
+    from compozy.ids import new_id, new_ids
+    before = new_id("evt")
+    batch = new_ids("evt", 500)
+    after = new_id("evt")
+    assert all(is_valid_id(i, "evt") for i in batch)
+    assert len(set(batch)) == 500
+    assert [before, *batch, after] == sorted([before, *batch, after])
