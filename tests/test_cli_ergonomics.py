@@ -119,3 +119,25 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(daemon, workspace):
     plain, _ = on_terminal(daemon.home, "session", "list", extra_env={"NO_COLOR": "1"})
     assert "\x1b[" not in plain
     assert "\x1b[" not in run_cli(daemon.home, "session", "list").stdout
+
+
+def test_a_profile_is_a_daemon_and_home_of_its_own_under_the_main_one(daemon, workspace):
+    home = daemon.home
+    pid = None
+    try:
+        started = run_cli(home, "--profile", "work", "daemon", "start")  # a free port: the main daemon runs too
+        assert started.returncode == 0, started.stdout + started.stderr
+        profile_home = home / "profiles" / "work"
+        info = json.loads((profile_home / "daemon.json").read_text())
+        pid = info["pid"]
+        assert info["socket"] == str(profile_home / "daemon.sock")
+        assert oct((home / "profiles").stat().st_mode & 0o777) == "0o700"
+        sid = cli_json(home, "--profile", "work", "session", "new", "--cwd", str(workspace))["session"]["id"]
+        assert (profile_home / "sessions" / sid).is_dir()
+        by_env = run_cli(home, "session", "list", "-q", extra_env={"COMPOZY_PROFILE": "work"})
+        assert by_env.stdout.split() == [sid]
+        assert run_cli(home, "session", "list", "-q").stdout == ""  # the main daemon knows nothing of it
+        assert run_cli(home, "--profile", "../x", "session", "list").returncode == 2
+    finally:
+        if pid is not None:
+            terminate_pid(pid)

@@ -11,7 +11,7 @@ import time
 
 import click
 
-from compozy.cli.main import cli
+from compozy.cli.main import PROFILE_ENV, cli
 from compozy.cli.output import emit, output_option
 from compozy.errors import CompozyError
 
@@ -29,10 +29,15 @@ def daemon():
     """
 
 
+def _default_http():
+    # A profile's daemon runs beside the main one: it takes a free port (written in its daemon.json).
+    return "127.0.0.1:0" if os.environ.get(PROFILE_ENV) else "127.0.0.1:2123"
+
+
 def listen_options(command):
     """The listening flags `run` takes; `start` takes the same and hands them to the `run` it spawns."""
     options = [
-        click.option("--http", "http_addr", default="127.0.0.1:2123", show_default=True,
+        click.option("--http", "http_addr", default=_default_http, show_default="127.0.0.1:2123; a profile: port 0",
                      help="loopback HOST:PORT to serve HTTP on; port 0 picks a free port"),
         click.option("--socket", "socket_path", type=click.Path(dir_okay=False), help="Unix socket path "
                      "(default: the home folder's daemon.sock)"),

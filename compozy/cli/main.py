@@ -4,6 +4,8 @@ Layer 6 (surface). Errors print `Error: <code>: <message>` on stderr and exit 1 
 imports the manager or the HTTP app; `daemon run` imports the daemon process lazily.
 """
 
+import os
+import re
 import sys
 
 import click
@@ -13,6 +15,8 @@ from compozy.api import OPS
 from compozy.errors import CompozyError
 from compozy.text import one_line
 
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+PROFILE_ENV = "COMPOZY_ACTIVE_PROFILE"  # set once a profile's home is in COMPOZY_HOME
 USAGE_EXIT = 2  # a missing argument or an unknown flag, as click and most CLIs exit
 
 
@@ -67,9 +71,11 @@ class Context:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--url", envvar="COMPOZY_URL", help="daemon address: http://HOST:PORT or unix:///path "
               "(default: the home folder's socket)")
+@click.option("--profile", envvar="COMPOZY_PROFILE", metavar="NAME", help="a separate daemon and home under the "
+              "main one ($COMPOZY_HOME/profiles/NAME), with its own sessions and config.toml")
 @click.version_option(__version__, prog_name="compozy")
 @click.pass_context
-def cli(ctx, url):
+def cli(ctx, url, profile):
     """compozy: durable sessions for coding agents.
 
     \b
@@ -78,7 +84,21 @@ def cli(ctx, url):
       compozy session prompt "$(compozy session new -q)" "hello"
       compozy session attach 01J9Z3K6
     """
+    if profile:
+        use_profile(profile)
     ctx.obj = Context(url)
+
+
+def use_profile(name):
+    """Point this process (and the daemon it starts) at the profile's home, once: children inherit
+    COMPOZY_HOME, not the profile name, so a profile never nests."""
+    from compozy.paths import Home, make_private_dir
+    if not PROFILE_NAME.fullmatch(name):
+        raise click.BadParameter("use letters, digits, _ and - (at most 64)", param_hint="--profile")
+    profiles = make_private_dir(Home().root / "profiles")
+    os.environ["COMPOZY_HOME"] = str(profiles / name)
+    os.environ[PROFILE_ENV] = name
+    os.environ.pop("COMPOZY_PROFILE", None)
 
 
 def main(argv=None):
