@@ -28,6 +28,9 @@ class Setting:
 
 SETTINGS = (
     Setting("default_agent", "general", "str", "the agent a session gets when its creation names none"),
+    Setting("daemon.max_streams", 512, "int",
+            "event streams open at once; one more is refused with stream_limit_reached (503, Retry-After)",
+            minimum=1),
     Setting("permissions.mode", "approve-all", "choice",
             "approve-all allows every request once; approve-reads allows reads and holds the rest "
             "for POST .../approve; deny-all rejects every request",

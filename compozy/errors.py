@@ -74,6 +74,7 @@ ERRORS = {
     # 503
     "new_work_admission_unavailable": ErrorKind(503, "the daemon is shutting down and admits no new work"),
     "daemon_unavailable": ErrorKind(503, "no daemon answers at that address"),
+    "stream_limit_reached": ErrorKind(503, "daemon.max_streams event streams are open; retry after Retry-After"),
 }
 
 

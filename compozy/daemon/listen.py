@@ -9,18 +9,17 @@ import socket
 import stat
 
 import waitress
-from waitress.task import ThreadedTaskDispatcher
 
 from compozy.http.app import UNIX_SOCKET
+from compozy.config import SETTINGS_BY_NAME
+from compozy.daemon.workers import REQUEST_THREADS, WorkerPools
 from compozy.paths import FILE_MODE
 
-# Every open SSE stream holds a worker thread for its lifetime (4 default threads = 4 viewers
-# hang everything else); 256 threads serve 200+ viewers plus ordinary requests.
-THREADS = 256
 # Descriptors kept free for agents' pipes, event stores and log files when sizing the connection limit.
 DESCRIPTOR_RESERVE = 1024
 MAX_CONNECTIONS = 10_000
 IDLE_CONNECTION_TIMEOUT = 60  # seconds an idle keep-alive connection is kept; a running stream never idles
+ACCEPT_BURST = 64  # connections accepted per turn of the loop (waitress alone takes one)
 WAITRESS_BODY_LIMIT = 64 * 1024 * 1024  # above the app's 8 MiB so the app answers 413 in JSON
 
 
@@ -91,20 +90,22 @@ def connection_limit(descriptors):
     return max(100, min(MAX_CONNECTIONS, descriptors - DESCRIPTOR_RESERVE))
 
 
-def serve(app, sockets, descriptors):
-    """One waitress loop and one worker pool for TCP and the Unix socket.
+def serve(app, sockets, descriptors, max_streams=SETTINGS_BY_NAME["daemon.max_streams"].default):
+    """One waitress loop and one set of worker pools for TCP and the Unix socket.
 
     waitress refuses to mix socket families in one server, so each family gets a server object
     registered in a shared socket map and task dispatcher; running one loop serves both. The loop
     polls: select() dies on any descriptor past 1,024, and then the daemon would answer nothing.
+    A channel stays readable while its request runs (a lookahead of one request) so that a viewer
+    closing its stream is seen by the loop and the stream can end (compozy/http/sse.py).
     """
     shared_map = {}
-    dispatcher = ThreadedTaskDispatcher()
-    dispatcher.set_thread_count(THREADS)
-    return [waitress.create_server(app if sock.family != socket.AF_UNIX else _over_unix_socket(app), map=shared_map, _dispatcher=dispatcher, sockets=[sock],
-                                   threads=THREADS, connection_limit=connection_limit(descriptors),
-                                   asyncore_use_poll=True, channel_timeout=IDLE_CONNECTION_TIMEOUT,
-                                   cleanup_interval=10, max_request_body_size=WAITRESS_BODY_LIMIT, ident="compozy")
+    dispatcher = WorkerPools(max_streams)
+    return [accept_in_bursts(waitress.create_server(
+        app if sock.family != socket.AF_UNIX else _over_unix_socket(app), map=shared_map, _dispatcher=dispatcher,
+        sockets=[sock], threads=REQUEST_THREADS, connection_limit=connection_limit(descriptors),
+        channel_request_lookahead=1, asyncore_use_poll=True, channel_timeout=IDLE_CONNECTION_TIMEOUT,
+        cleanup_interval=10, max_request_body_size=WAITRESS_BODY_LIMIT, ident="compozy"))
             for sock in sockets]
 
 
@@ -113,6 +114,24 @@ def _over_unix_socket(app):
         environ[UNIX_SOCKET] = True
         return app(environ, start_response)
     return marked
+
+
+def accept_in_bursts(server):
+    """waitress accepts one connection per turn of its loop, and each turn polls every channel: after
+    a burst of a thousand connections a request would wait seconds for its turn to be accepted."""
+    def handle_accept():
+        room = server.adj.connection_limit - len(server._map)
+        for _ in range(max(1, min(ACCEPT_BURST, room))):
+            try:
+                accepted = server.accept()
+                if accepted is None:
+                    return
+                server.set_socket_options(accepted[0])
+            except OSError:
+                return
+            server.channel_class(server, accepted[0], server.fix_addr(accepted[1]), server.adj, map=server._map)
+    server.handle_accept = handle_accept
+    return server
 
 
 def url_host(host):

@@ -83,8 +83,9 @@ class Daemon:
         sockets, port = self._bind()
         url = f"http://{url_host(local_host(self.host))}:{port}" if port else None  # usable, never 0.0.0.0
         manager = SessionManager(self.home, config, endpoints=self.endpoints(port)).start()
-        app = create_app(manager, port, token=self.token, remote_names=remote_names(self.host))
-        servers = serve(app, sockets, descriptors)
+        max_streams = config["daemon.max_streams"]
+        app = create_app(manager, port, token=self.token, remote_names=remote_names(self.host), max_streams=max_streams)
+        servers = serve(app, sockets, descriptors, max_streams)
         self._install_signal_handlers()
         threading.Thread(target=self.serve_loop, args=(servers[0],), name="waitress", daemon=True).start()
         self.info = {"pid": os.getpid(), "http": url, "socket": str(self.socket_path), "started_at": now_iso(),

@@ -9,12 +9,15 @@ from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from compozy import __version__, api
+from compozy.config import SETTINGS_BY_NAME
 from compozy.errors import CompozyError, error_body
 from compozy.http import guards, page, routes, tool_server
+from compozy.http.sse import EXTENSION, StreamSlots
 from compozy.http.openapi import openapi
 
 log = logging.getLogger("compozy.http")
 
+MAX_STREAMS = SETTINGS_BY_NAME["daemon.max_streams"].default
 HTTP_CODES = {404: "endpoint_not_found", 405: "method_not_allowed", 413: "body_too_large",
               415: "unsupported_media_type"}
 
@@ -22,12 +25,13 @@ HTTP_CODES = {404: "endpoint_not_found", 405: "method_not_allowed", 413: "body_t
 UNIX_SOCKET = "compozy.unix_socket"  # set in the WSGI environ of requests that came over the Unix socket
 
 
-def create_app(manager, port=None, token=None, remote_names=()):
+def create_app(manager, port=None, token=None, remote_names=(), max_streams=MAX_STREAMS):
     """token: a daemon that listens beyond loopback asks it of every TCP request; remote_names: the
     names (beyond loopback ones) it answers to there."""
     app = Flask("compozy")
     app.config.update(MAX_CONTENT_LENGTH=guards.MAX_BODY_BYTES, JSON_SORT_KEYS=False)
     app.json.sort_keys = False
+    app.extensions[EXTENSION] = StreamSlots(max_streams)
     document = openapi(__version__)
     for operation in api.OPERATIONS:
         handler = (lambda *_: document) if operation.name == "daemon.openapi" else None
@@ -50,7 +54,8 @@ def create_app(manager, port=None, token=None, remote_names=()):
 
 
 def _compozy_error(exc):
-    return jsonify(exc.to_body()), exc.status
+    retry_after = exc.details.get("retry_after")
+    return jsonify(exc.to_body()), exc.status, ({"Retry-After": str(retry_after)} if retry_after else {})
 
 
 def _http_error(exc):

@@ -42,6 +42,8 @@ def error_codes(operation):
         codes.append("unsupported_media_type")
     if operation.body is not None:
         codes.append("invalid_request")  # a body that is not a JSON object
+    if operation.stream:
+        codes.append("stream_limit_reached")
     return tuple(dict.fromkeys((*operation.errors, *codes)))
 
 

@@ -29,7 +29,8 @@ def call(manager, operation, params):
 
 def prompt(manager, operation, params):
     if wants_stream(request):
-        return sse_response(manager.prompt_stream(body=json_body(), **params))
+        body = json_body()
+        return sse_response(lambda: manager.prompt_stream(body=body, **params))
     return call(manager, operation, params)
 
 
@@ -44,11 +45,11 @@ def stream(manager, operation, params):
     if unknown:
         raise invalid(f"unknown parameter(s): {', '.join(unknown)}")
     after = query_int(request.headers.get("Last-Event-ID") or query.get("after_sequence"), "Last-Event-ID")
-    return sse_response(records_as_pairs(manager.stream(after_sequence=after, **params)))
+    return sse_response(lambda: records_as_pairs(manager.stream(after_sequence=after, **params)))
 
 
 def catalog_stream(manager, operation, params):
-    return sse_response(records_as_pairs(manager.catalog_stream()))
+    return sse_response(lambda: records_as_pairs(manager.catalog_stream()))
 
 
 SPECIAL = {"session.prompt": prompt, "session.list": list_sessions, "session.stream": stream,

@@ -1,14 +1,55 @@
-"""Server-Sent Events framing for Flask responses.
+"""Server-Sent Events for Flask responses: framing, the open-stream cap, and noticing a gone viewer.
 
-Layer 6 (surface). Each (event, data) pair becomes one frame; (None, None) becomes a keepalive
-comment. The generator runs on a waitress worker thread for the stream's lifetime.
+Layer 6 (surface). Each (event, data) pair becomes one frame; (None, None) is an idle tick of the
+source (about once a second): a `: keepalive` comment goes out after KEEPALIVE_SECONDS without a
+frame, and a tick is when a viewer that went away is noticed, so its worker thread is freed within
+about a second rather than at the next keepalive. The generator runs on a stream worker thread
+(compozy/daemon/workers.py) for the stream's lifetime.
 """
 
 import json
+import threading
+import time
 
-from flask import Response
+from flask import Response, current_app, request
+
+from compozy.errors import CompozyError
 
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+KEEPALIVE_SECONDS = 20.0
+RETRY_AFTER_SECONDS = 5
+EXTENSION = "compozy.streams"
+
+
+class StreamSlots:
+    """At most `cap` event streams open at once; one more is refused before any work is done."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.open = 0
+        self._lock = threading.Lock()
+
+    def claim(self):
+        with self._lock:
+            if self.open >= self.cap:
+                raise CompozyError("stream_limit_reached", f"{self.cap} event streams are open (daemon.max_streams)",
+                                   retry_after=RETRY_AFTER_SECONDS, max_streams=self.cap)
+            self.open += 1
+        return _Slot(self)
+
+    def _release(self):
+        with self._lock:
+            self.open -= 1
+
+
+class _Slot:
+    def __init__(self, slots):
+        self._slots, self._held = slots, True
+
+    def release(self):
+        if self._held:
+            self._held = False
+            self._slots._release()
 
 
 def frame(event, data):
@@ -17,12 +58,33 @@ def frame(event, data):
     return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-def sse_response(pairs):
-    def generate():
-        yield ": stream open\n\n"
-        for event, data in pairs:
-            yield ": keepalive\n\n" if event is None else frame(event, data)
-    return Response(generate(), mimetype="text/event-stream", headers=HEADERS)
+def sse_response(open_pairs):
+    """A stream of the pairs `open_pairs()` returns, opened only once a slot is claimed (so a refused
+    stream has done nothing, not even admitted a prompt)."""
+    slot = current_app.extensions[EXTENSION].claim()
+    try:
+        pairs = open_pairs()
+    except BaseException:
+        slot.release()
+        raise
+    gone = request.environ.get("waitress.client_disconnected", lambda: False)
+    response = Response(_frames(pairs, gone), mimetype="text/event-stream", headers=HEADERS)
+    response.call_on_close(slot.release)
+    return response
+
+
+def _frames(pairs, gone):
+    yield ": stream open\n\n"
+    quiet_since = time.monotonic()
+    for event, data in pairs:
+        if event is not None:
+            yield frame(event, data)
+            quiet_since = time.monotonic()
+        elif gone():
+            return
+        elif time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
+            yield ": keepalive\n\n"
+            quiet_since = time.monotonic()
 
 
 def records_as_pairs(records):

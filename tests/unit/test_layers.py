@@ -57,7 +57,7 @@ CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cl
 THIRD_PARTY = {
     "flask": lambda m: in_package(m, "compozy.http"),
     "werkzeug": lambda m: in_package(m, "compozy.http"),  # flask's own toolkit
-    "waitress": lambda m: m == "compozy.daemon.listen",
+    "waitress": lambda m: m in ("compozy.daemon.listen", "compozy.daemon.workers"),
     "peewee": lambda m: in_package(m, "compozy.store"),
     "pexpect": lambda m: m in ("compozy.acp.driver", "compozy.proc"),
     "apscheduler": lambda m: in_package(m, "compozy.session"),

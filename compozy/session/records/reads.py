@@ -13,7 +13,7 @@ from compozy.store import hookruns
 from compozy.store.eventlog import ARCHIVE_FILTERS, DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 
 EVENT_FILTERS = ("after_sequence", "before_sequence", "turn_id", "type", "limit", "archive")
-KEEPALIVE_SECONDS = 20.0
+IDLE_TICK_SECONDS = 1.0  # how often an idle follower wakes: a stream notices a gone viewer this soon
 TURN_ENDS = ("done", "error")
 MAX_ANSWER_CHARS = 64 * 1024
 
@@ -51,12 +51,12 @@ def read_history(log, query):
     return {"messages": fold_history(log.history_records(_archive(query)))}
 
 
-def follow(log, feed, after, until=None, keepalive=KEEPALIVE_SECONDS):
+def follow(log, feed, after, until=None, tick=IDLE_TICK_SECONDS):
     """Yield committed records after `after` forever (or until `until(record)` is true);
-    None is yielded when a keepalive is due."""
+    None is yielded after each `tick` seconds without a record."""
     cursor = after
     while True:
-        records = feed.after(cursor, keepalive)
+        records = feed.after(cursor, tick)
         if records is None and log is None:  # an in-memory feed only: skip to now
             cursor, records = feed.last_sequence, []
         elif records is None:  # the ring no longer covers the gap: read it from the store
