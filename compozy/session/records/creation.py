@@ -7,14 +7,18 @@ from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_id
 from compozy.session.records.store import new_record
-from compozy.states import CREATE_LINEAGE_KINDS, LineageKind
+from compozy.states import CREATE_LINEAGE_KINDS, LineageKind, SessionType
 
 
-def create_session(body, *, config, workspaces, store, caller=None, spawn=None):
+def create_session(body, *, config, workspaces, store, caller=None, spawn=None, session_type=SessionType.USER):
     """caller: the bound agent creating it (compozy.session.turns.identity.Caller), its parent by default
     when the new session lands in the caller's workspace (creation provenance). spawn: the metadata of a
-    governed child (compozy.session.lifecycle.children), which makes it a `spawned` session."""
+    governed child (compozy.session.lifecycle.children), which makes it a `spawned` session. session_type:
+    the daemon's other own creations pass theirs; a body may only ask for a user session."""
     body = v.check_body(body, v.CREATE_FIELDS)
+    if body.get("type", SessionType.USER) != SessionType.USER:
+        raise invalid(f"{body['type']} sessions are created by the daemon itself; create makes user sessions",
+                      field="type")
     if ("workspace" in body) == ("workspace_path" in body):
         raise invalid("give exactly one of workspace or workspace_path")
     if "name" in body and not body["name"].strip():
@@ -26,7 +30,7 @@ def create_session(body, *, config, workspaces, store, caller=None, spawn=None):
     if caller is not None and "parent_session_id" not in body and caller.workspace_id == workspace["id"]:
         body["parent_session_id"] = caller.id
     lineage = _lineage(body, workspace, store, session_id)
-    session_type = body.get("type", "user")
+    session_type = str(session_type)
     if spawn is not None:
         lineage, session_type = {**lineage, "kind": LineageKind.SPAWN.value, "spawn_role": spawn["role"]}, "spawned"
     record = new_record(session_id, name=body.get("name"), session_type=session_type,
