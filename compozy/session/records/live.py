@@ -16,12 +16,13 @@ from compozy.redact import known_secret_values, redact_values
 from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
-from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS
+from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS, RuntimeStatus
 
 log = logging.getLogger("compozy.session")
 
 USER_MESSAGE = "user_message"  # the user's own words, stored as given
 
+PROCESSLESS = (RuntimeStatus.UNBOUND.value, RuntimeStatus.RECOVERING.value)  # no process serves the session
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
 
@@ -99,10 +100,14 @@ class LiveSession:
         return record
 
     def runtime_with(self, **fields):
-        """The stored runtime with fields changed; a new status must be an edge of the runtime table."""
+        """The stored runtime with fields changed; a new status must be an edge of the runtime table.
+        `effective` describes the process serving the session: a status without one clears it
+        (`last_known` keeps what ran)."""
         runtime = self.record.runtime
         if "status" in fields:
             fields["status"] = RUNTIME.check(runtime.status, fields["status"]).value
+            if fields["status"] in PROCESSLESS:
+                fields.setdefault("effective", None)
         return runtime.replace(**fields)
 
     def update_runtime(self, **fields):
