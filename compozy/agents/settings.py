@@ -30,6 +30,18 @@ def parse_delay(raw: str) -> float:
         return 0.0
 
 
+def _models_text(env) -> str:
+    """COMPOZY_REFERENCE_MODELS_FILE (read once, at start) wins over COMPOZY_REFERENCE_MODELS: a test can
+    offer a process started later models that a running one does not have."""
+    path = env.get("COMPOZY_REFERENCE_MODELS_FILE")
+    if path:
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            log(f"ignoring COMPOZY_REFERENCE_MODELS_FILE: {exc}")
+    return env.get("COMPOZY_REFERENCE_MODELS", "")
+
+
 @dataclass(frozen=True)
 class Settings:
     require_auth: bool
@@ -44,7 +56,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env) -> Settings:
-        models = tuple(name.strip() for name in env.get("COMPOZY_REFERENCE_MODELS", "").split(",") if name.strip())
+        models = tuple(name.strip() for name in _models_text(env).split(",") if name.strip())
         return cls(require_auth=env_flag(env, "COMPOZY_REFERENCE_REQUIRE_AUTH"),
                    load_session=not env_flag(env, "COMPOZY_REFERENCE_NO_LOAD"),
                    steering=env_flag(env, "COMPOZY_REFERENCE_STEERING"),

@@ -33,12 +33,13 @@ class Binder:
         runtime = session.runtime
         if runtime is not None and runtime.alive and not runtime.effective.get("stale"):
             target = next((t for _, t in routes if t["provider"] == runtime.provider.name), routes[0][1])
-            if target["provider"] == runtime.provider.name:
-                self._reconfigure(session, runtime, target)
+            if target["provider"] == runtime.provider.name and self._reconfigure(session, runtime, target):
                 return None
-            # Atomic replacement: the current agent keeps serving until the new one is accepted.
+            # Atomic replacement (another provider, or an option the live process does not take): the
+            # current agent keeps serving until the new one is accepted.
+            reason = "provider_change" if target["provider"] != runtime.provider.name else "option_not_live"
             return self._start(session, [(None, target)], RuntimeTransition.PROCESS_REPLACEMENT, allow_load=False,
-                               previous=runtime)
+                               previous=runtime, replay_reason=reason)
         if runtime is not None:
             self.retire(session, RuntimeTransition.PROCESS_REPLACEMENT)
         accepted = stored.route
@@ -51,18 +52,22 @@ class Binder:
         return self._start(session, routes, transition, allow_load=True)
 
     def _reconfigure(self, session, runtime, target):
+        """Configure the live process in place; False when it does not take the needed options."""
         if not needs_configuration(runtime, target):
-            return  # the warm path: nothing to change, nothing to write
+            return True  # the warm path: nothing to change, nothing to write
         session.update_runtime(status=RuntimeStatus.RECONFIGURING, transition=RuntimeTransition.LIVE_CONFIGURATION)
         try:
             configure(runtime, target)
-        except BindFailure:
+        except BindFailure as refusal:
             session.update_runtime(status=RuntimeStatus.READY, transition="")
-            raise
+            log.info("session %s: the live process does not take the runtime (%s); replacing it",
+                     session.id, refusal.error.message)
+            return False
         session.update_runtime(status=RuntimeStatus.READY, transition="", effective=runtime.effective,
                                last_known=_identity(runtime.effective))
+        return True
 
-    def _start(self, session, routes, transition, allow_load, previous=None):
+    def _start(self, session, routes, transition, allow_load, previous=None, replay_reason="provider_change"):
         recovering = transition == RuntimeTransition.AUTOMATIC_RECOVERY
         status = RuntimeStatus.RECOVERING if recovering else \
             RuntimeStatus.RECONFIGURING if previous else RuntimeStatus.BINDING
@@ -85,7 +90,7 @@ class Binder:
             _settle_native(session, loaded)
             if loaded or not (session.log.last_sequence() or session.carried()):
                 return None
-            return "fresh_agent_session" if allow_load else "provider_change"
+            return "fresh_agent_session" if allow_load else replay_reason
         if previous is not None:
             session.update_runtime(status=RuntimeStatus.READY, transition="")  # the old agent still serves
         elif not recovering:

@@ -14,7 +14,7 @@ from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
 from compozy.errors import CompozyError
 from compozy.session.lifecycle.recovery import Resume
 from compozy.session.records.replay import replay_prompt
-from compozy.states import MarkerKind, RuntimeStatus, SessionState, TurnPhase
+from compozy.states import FailureKind, MarkerKind, RuntimeStatus, SessionState, TurnPhase
 
 log = logging.getLogger("compozy.runner")
 
@@ -114,7 +114,7 @@ class Runner:
             replay_reason = self.binder.bind(session, turn)
         except BindFailure as failure:
             turn.bind_error = failure.error
-            self._refused(session, turn, failure.error)
+            self._refused(session, turn, failure.error, failure.failure_kind)
             return
         runtime = session.runtime
         session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id,
@@ -139,13 +139,14 @@ class Runner:
         if session.state == SessionState.STARTING:
             session.change_state(SessionState.ACTIVE, stop_reason=None, stop_detail=None, verified=None)
 
-    def _refused(self, session, turn, error):
+    def _refused(self, session, turn, error, failure_kind=FailureKind.STARTUP_FAILURE):
+        """A restart that did not bind stops the session again with the failure kind the evidence shows."""
         session.inflight.pop(turn.idempotency_key, None)
         self.queue.refused(session, turn, error)
         if session.state == SessionState.STARTING:
             session.change_state(SessionState.STOPPED, stop_reason="error",
                                  stop_detail=f"start did not complete: {error.code}",
-                                 failure={"kind": "startup_failure", "summary": error.message[:500]})
+                                 failure={"kind": str(failure_kind), "summary": error.message[:500]})
 
     def _send_prompt(self, session, turn, runtime, text):
         turn.change_phase(TurnPhase.PROMPTING)
