@@ -366,3 +366,4 @@ class PermissionDecision(StrEnum):
 class Attention(StrEnum):
     STOP_VERIFICATION_FAILED = "stop_verification_failed"
     SUPERVISION_UNKNOWN = "supervision_source_unknown"
+    SUPERVISION_STALE = "supervision_source_stale"

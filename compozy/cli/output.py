@@ -80,7 +80,8 @@ SESSION_HEADERS = ("ID", "STATE", "AGENT", "RUNTIME", "NAME")
 
 def session_row(session):
     runtime = session.get("runtime") or {}
-    return session["id"], session["state"], session["agent_name"], runtime.get("status", "-"), session.get("name") or "-"
+    state = session["state"] + (f" ({session['attention']})" if session.get("attention") else "")  # needs attention
+    return session["id"], state, session["agent_name"], runtime.get("status", "-"), session.get("name") or "-"
 
 
 def session_table(sessions, quiet=False):

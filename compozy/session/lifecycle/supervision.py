@@ -14,6 +14,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from compozy.clock import iso_from_epoch
+from compozy.session.lifecycle.sources import UNKNOWN, attention_for
+from compozy.session.lifecycle.sources import inspect as inspect_sources
 from compozy.session.records.live import live_children
 from compozy.states import MarkerKind, RuntimeStatus, SessionState, StopCause
 
@@ -53,14 +55,23 @@ class Supervisor:
 
     def tick(self, session, now):
         config = self.services.config
+        sources = inspect_sources(session, now, config["session.supervision.quiet_after"], self.services.processes)
+        self._attention(session, sources)
         turn = session.turn
         if turn is not None and not turn.finished:
-            self._turn_timers(session, turn, now, config)
+            self._turn_timers(session, turn, now, config, sources)
         self.requests.expire(session, config["permissions.timeout"], now)
-        if turn is None:
+        if turn is None and sources.worst != UNKNOWN:
             self._idle_release(session, now, config["session.supervision.idle_release_after"])
 
-    def _turn_timers(self, session, turn, now, config):
+    @staticmethod
+    def _attention(session, sources):
+        with session.lock:
+            wanted = attention_for(session.record, sources)
+            if wanted != session.record.attention and session.state != SessionState.STOPPED:
+                session.save(attention=wanted)
+
+    def _turn_timers(self, session, turn, now, config, sources):
         if turn.cancel_deadline is not None and now >= turn.cancel_deadline and not turn.escalate \
                 and session.stop_operation is None:
             turn.escalate = True  # the agent ignored the cancel for the whole grace
@@ -68,7 +79,9 @@ class Supervisor:
         if turn.recovery_due is not None and now >= turn.recovery_due:
             turn.recovery_ready = True
             turn.wake.set()
-        self._watchdog(session, turn, now, config)
+        if sources.verified_tools:
+            turn.last_work = now  # a verified running tool is fresh work
+        self._watchdog(session, turn, now, config, blocked=sources.worst == UNKNOWN)
         budget = config["session.supervision.prompt_deadline"]
         if budget and now - turn.started_at >= budget and not turn.deadline_hit and turn.prompting:
             turn.deadline_hit = True
@@ -82,14 +95,15 @@ class Supervisor:
                 "runtime": {"turn_id": turn.id, "elapsed_seconds": round(now - turn.started_at, 1),
                             "idle_seconds": round(now - turn.last_progress, 1),
                             "last_activity_at": session.activity.get("last_activity_at"),
-                            "current_tools": sorted(t for t in turn.open_tools if t)}}, turn.id)
+                            "current_tools": sorted(turn.open_tools)}}, turn.id)
 
-    def _watchdog(self, session, turn, now, config):
-        """Silence accrues only while the agent owes the turn work; any progress clears the warning."""
+    def _watchdog(self, session, turn, now, config, blocked):
+        """Silence accrues only while the agent owes the turn work and no work signal is fresh; any
+        progress clears the warning. blocked: a source cannot be inspected, so no automatic stop."""
         quiet_after, stop_grace = config["session.supervision.quiet_after"], config["session.supervision.stop_grace"]
         if not quiet_after:
             return
-        silence = now - turn.last_progress if turn.waiting_on_agent else 0.0
+        silence = now - max(turn.last_progress, turn.last_work) if turn.waiting_on_agent else 0.0
         if silence < quiet_after:
             turn.quiet_warning = None
             return
@@ -101,7 +115,7 @@ class Supervisor:
                 "turn_id": turn.id, "silence_seconds": round(silence, 1),
                 "text": f"Working for {(now - turn.started_at) / 60:.0f}m · quiet for {silence / 60:.0f}m"}, turn.id)
             return
-        if stop_grace and silence >= quiet_after + stop_grace and session.stop_operation is None:
+        if stop_grace and silence >= quiet_after + stop_grace and session.stop_operation is None and not blocked:
             log.warning("session %s: silent for %.0fs; stopping (inactivity)", session.id, silence)
             self.stopper.request(session, StopCause.INACTIVITY, wait=False)
 

@@ -71,6 +71,12 @@ class Feed:
             return [item for seq, item in self._ring if seq > sequence]
 
 
+def attention_changed(feed, record, previous):
+    """Tell catalog viewers a session's attention was raised, changed or cleared."""
+    feed.publish_counted({"type": "session_attention_changed", "session_id": record.id,
+                          "workspace_id": record.workspace_id, "attention": record.attention, "previous": previous})
+
+
 def catalog_changed(feed, change, record):
     """Tell catalog viewers a session row was upserted or deleted."""
     feed.publish_counted({"type": "session_catalog_changed", "change": change, "session_id": record.id,

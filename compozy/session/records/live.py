@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from compozy import serialize
 from compozy.clock import iso_from_epoch, now_iso
 from compozy.redact import known_secret_values, redact_values
-from compozy.session.records.feed import Feed, catalog_changed
+from compozy.session.records.feed import Feed, attention_changed, catalog_changed
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
 from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS, RuntimeStatus
@@ -23,6 +23,7 @@ log = logging.getLogger("compozy.session")
 USER_MESSAGE = "user_message"  # the user's own words, stored as given
 
 PROCESSLESS = (RuntimeStatus.UNBOUND.value, RuntimeStatus.RECOVERING.value)  # no process serves the session
+UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok"}  # before the first sweep: nothing known wrong
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
 
@@ -67,6 +68,7 @@ class LiveSession:
                          "last_activity_kind": None}
         self.idle_since = None
         self.releasing = False  # an idle release is stopping the agent
+        self.sources = None  # what the supervision sweep last verified (the sources module of lifecycle)
         self._carried = None
 
     @property
@@ -88,6 +90,7 @@ class LiveSession:
             self.services.store.save(self.record)
             catalog_changed(self.services.catalog_feed, "upserted", self.record)
         if self.record.attention != attention:
+            attention_changed(self.services.catalog_feed, self.record, attention)
             self.services.observers.emit("attention_changed", self, attention, self.record.attention)
         return self.record
 
@@ -195,7 +198,7 @@ class LiveSession:
 
 def supervision_view(session):
     """supervision.work_signals, .sources and .quiet_warning for session reads."""
-    turn = session.turn
+    turn, sources = session.turn, session.sources
     config, clock = session.services.config, session.services.clock
     signals = []
     if turn is not None:
@@ -203,7 +206,7 @@ def supervision_view(session):
         if quiet < max(config["session.supervision.quiet_after"], FRESH_PROGRESS_SECONDS) or not turn.prompting:
             signals.append({"kind": "agent_progress", "turn_id": turn.id,
                             "last_progress_at": iso_from_epoch(clock.wall() - quiet)})
-        for tool_id in sorted(t for t in turn.open_tools if t):
+        for tool_id in (sources.verified_tools if sources else ()):
             signals.append({"kind": "running_tool", "tool_call_id": tool_id})
         if turn.pending_permissions:
             signals.append({"kind": "pending_permission", "count": turn.pending_permissions})
@@ -211,7 +214,7 @@ def supervision_view(session):
     signals += [{"kind": "active_child", "session_id": c.id} for c in children]
     for source in session.services.work_signals:
         signals += source(session)
-    return {"work_signals": signals, "sources": {"agent": "ok", "tools": "ok", "children": "ok"},
+    return {"work_signals": signals, "sources": sources.view() if sources else dict(UNINSPECTED),
             "quiet_warning": turn.quiet_warning if turn is not None else None}
 
 
@@ -273,9 +276,11 @@ class RuntimeEvents:
 
 
 def _track_tool(turn, event):
-    """A tool call without a result is a running tool: a work signal."""
+    """A tool call without a result is a running tool (a work signal while verified: see
+    compozy.session.lifecycle.sources); each update of it is fresh evidence."""
     kind, content = event
-    if kind == "tool_call" and not content.get("update"):
-        turn.open_tools.add(content.get("tool_call_id"))
+    tool_id = content.get("tool_call_id")
+    if kind == "tool_call" and tool_id and (not content.get("update") or tool_id in turn.open_tools):
+        turn.open_tools[tool_id] = turn.clock.monotonic()
     elif kind == "tool_result":
-        turn.open_tools.discard(content.get("tool_call_id"))
+        turn.open_tools.pop(tool_id, None)

@@ -33,9 +33,10 @@ class Turn:
         self.injections = []
         self.pending_permissions = 0
         self.tool_calls = 0  # native tool calls of this session the daemon is serving
-        self.open_tools = set()
+        self.open_tools = {}  # tool_call_id -> when it was last heard of (monotonic)
         self.finished = False
         self.started_at = self.last_progress = self.last_progress_event = clock.monotonic()
+        self.last_work = self.started_at  # the last sweep that saw another work signal (a verified tool)
         self.deadline_hit = False
         self.quiet_warning = None
         self.recovery_due = None
