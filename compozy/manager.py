@@ -348,9 +348,8 @@ class SessionManager(AgentViews):
         after = session.log.last_sequence() if after_sequence is None else after_sequence
         return reads.follow(session.log, session.feed, after)
 
-    def catalog_stream(self):
-        feed = self.services.catalog_feed
-        return reads.follow(None, feed, feed.last_sequence)
+    def catalog_stream(self, after_sequence=None):
+        return reads.follow_catalog(self.services.catalog_feed, after_sequence)
 
     # -- bound agents: identity and native tool calls --------------------------------------------
 

@@ -103,6 +103,13 @@ def make_private_dir(path):
     return path
 
 
+def write_all(fd, data):
+    """os.write until every byte is written: a write may take only part of what it is given."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_private_file(path, data, sync=True):
     """Atomic and owner-only: temp file, fsync (unless the caller defers it), rename.
 
@@ -114,7 +121,7 @@ def write_private_file(path, data, sync=True):
     payload = data if isinstance(data, bytes) else data.encode("utf-8")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        os.write(fd, payload)
+        write_all(fd, payload)
         if sync:
             os.fsync(fd)
     finally:

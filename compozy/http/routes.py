@@ -44,12 +44,14 @@ def stream(manager, operation, params):
     unknown = sorted(set(query) - set(operation.query))
     if unknown:
         raise invalid(f"unknown parameter(s): {', '.join(unknown)}")
-    after = query_int(request.headers.get("Last-Event-ID") or query.get("after_sequence"), "Last-Event-ID")
+    header = request.headers.get("Last-Event-ID")
+    after = query_int(header, "Last-Event-ID") if header else query_int(query.get("after_sequence"), "after_sequence")
     return sse_response(lambda: records_as_pairs(manager.stream(after_sequence=after, **params)))
 
 
 def catalog_stream(manager, operation, params):
-    return sse_response(lambda: records_as_pairs(manager.catalog_stream()))
+    after = query_int(request.headers.get("Last-Event-ID") or None, "Last-Event-ID")
+    return sse_response(lambda: records_as_pairs(manager.catalog_stream(after_sequence=after)))
 
 
 SPECIAL = {"session.prompt": prompt, "session.list": list_sessions, "session.stream": stream,
@@ -65,14 +67,23 @@ def view(manager, operation, handler=None):
     return handle
 
 
+def quoted_string(text):
+    """An HTTP quoted-string (RFC 9110): backslash and double quote escaped, control characters and
+    anything beyond Latin-1 (a header cannot carry it) replaced."""
+    text = "".join(c if " " <= c <= "~" or "\xa0" <= c <= "\xff" else "?" for c in str(text))
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def respond(operation, result):
     if isinstance(result, Response):
         return result
     status = operation.status_for(getattr(result, "kind", None))
     if status == 204:
         warning = result.get("warning")
-        headers = {"Deprecation": "true", "Warning": f'299 compozy "{warning}"'} if warning else {}
-        return Response(status=204, headers=headers)
+        headers = {"Deprecation": "true", "Warning": f'299 compozy {quoted_string(warning)}'} if warning else {}
+        response = Response(status=204, headers=headers)
+        del response.headers["Content-Type"]  # no body, so no media type
+        return response
     if isinstance(result, JSONText):
         return Response(result, status=status, mimetype="application/json")
     return jsonify(result), status

@@ -16,7 +16,7 @@ from peewee import SQL, BooleanField, CharField, Check, IntegerField, Model, Tex
 
 from compozy.clock import now_iso
 from compozy.ids import new_ids
-from compozy.paths import FILE_MODE
+from compozy.paths import FILE_MODE, write_all
 from compozy.store.db import EVENT_STORE_PRAGMAS, open_sqlite
 
 MAX_READ_LIMIT = 1000
@@ -134,7 +134,7 @@ class EventLog:
         """
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
-            os.write(fd, _template_bytes())
+            write_all(fd, _template_bytes())
         finally:
             os.close(fd)
         return self

@@ -76,6 +76,13 @@ def follow(log, feed, after, until=None, tick=IDLE_TICK_SECONDS):
                 return
 
 
+def follow_catalog(feed, after=None):
+    """The catalog stream from now, or after a Last-Event-ID (a number from before a daemon restart,
+    past this run's count, means from now; one the ring no longer covers skips to now)."""
+    now = feed.last_sequence
+    return follow(None, feed, now if after is None else min(after, now))
+
+
 def turn_answer(log, feed, turn_id):
     """(answer, exhausted) once the turn has ended: {"turn_id", "end", "stop_reason" | "error", "text",
     "truncated"}, the text bounded; exhausted when recovery gave up on the agent during the turn."""
