@@ -11,12 +11,17 @@ import threading
 
 from waitress.task import ThreadedTaskDispatcher
 
+from compozy.api import TOOL_SERVER_PATH
+
 REQUEST_THREADS = 64  # ordinary requests are short; a stop or a native tool waiting on a turn holds one
 REFUSAL_THREADS = 16  # stream threads beyond the cap: they only ever answer 503
 
 
 def is_stream_request(request):
-    """A waitress parsed request that will be answered with an event stream."""
+    """A waitress parsed request that will be answered with an event stream (the native tool server's
+    clients accept one too, but are answered with JSON: they are requests)."""
+    if request.path.startswith(TOOL_SERVER_PATH):
+        return False
     return request.path.rstrip("/").endswith("/stream") or "text/event-stream" in request.headers.get("ACCEPT", "")
 
 
