@@ -206,8 +206,10 @@ def supervision_view(session):
         if quiet < max(config["session.supervision.quiet_after"], FRESH_PROGRESS_SECONDS) or not turn.prompting:
             signals.append({"kind": "agent_progress", "turn_id": turn.id,
                             "last_progress_at": iso_from_epoch(clock.wall() - quiet)})
-        for tool_id in (sources.verified_tools if sources else ()):
-            signals.append({"kind": "running_tool", "tool_call_id": tool_id})
+        verified, quiet_after = set(sources.verified_tools if sources else ()), config["session.supervision.quiet_after"]
+        for tool_id, heard in sorted(turn.open_tools.items()):  # a tool heard of within quiet_after is fresh
+            if tool_id in verified or (quiet_after and clock.monotonic() - heard < quiet_after):
+                signals.append({"kind": "running_tool", "tool_call_id": tool_id})
         if turn.pending_permissions:
             signals.append({"kind": "pending_permission", "count": turn.pending_permissions})
     children = [c for c in live_children(session) if c.turn is not None]
