@@ -33,7 +33,7 @@ def test_public_create_of_a_daemon_managed_type_is_refused_and_creates_nothing(m
 
 @pytest.mark.parametrize("session_type", DAEMON_TYPES)
 def test_a_daemon_managed_session_is_made_internally_and_is_not_derivable(manager, workspace, session_type):
-    record = create_session({"workspace_path": str(workspace)}, config=manager.config,
+    record = create_session({"workspace_path": str(workspace)}, config=manager.services.config,
                             workspaces=manager.workspaces, store=manager.store, session_type=session_type)
     assert manager.get_session(record.id)["session"]["type"] == session_type
     fences = {"expected_epoch": 0, "expected_generation": 0, "expected_max_sequence": 0}
