@@ -21,3 +21,14 @@ def test_escapes_are_refused(tmp_path):
                  str(workspace / ".." / "secret"), "relative.txt", str(workspace) + "-sibling/x", "/etc/passwd",
                  str(workspace / "x\x00y"), None, 42):
         assert inside(str(workspace), path) is None, path
+
+
+def test_a_root_replaced_by_a_symlink_does_not_move(tmp_path):
+    """The stored root is canonical and not resolved again (issue 14, finding 3)."""
+    workspace, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    workspace.mkdir()
+    elsewhere.mkdir()
+    root = str(workspace)
+    workspace.rename(tmp_path / "ws-old")
+    os.symlink(elsewhere, workspace)
+    assert inside(root, str(workspace / "file.txt")) is None
