@@ -105,6 +105,8 @@ class Messaging:
             self._answered(watch, target)
 
     def _answered(self, watch, target):
+        if epoch_from_iso(watch["expires_at"]) <= self.services.clock.wall():
+            return self._drop(watch, "expired")
         events = target.log.read_all(archive="all", turn_id=watch["turn_id"])
         end = next((e for e in reversed(events) if e["type"] in TURN_ENDS), None)
         text = "".join(e["content"].get("text", "") for e in events if e["type"] == "agent_message")
@@ -130,6 +132,8 @@ class Messaging:
             watch = self.watches.get(watch_id)
         if watch is None or watch["wake"] is None:
             return
+        if epoch_from_iso(watch["expires_at"]) <= self.services.clock.wall():
+            return self._drop(watch, "expired before it could be delivered")
         try:
             sender = self.sessions(watch["sender_id"])
         except CompozyError:

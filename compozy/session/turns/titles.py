@@ -48,6 +48,7 @@ class Titles:
     def __init__(self, services, sessions):
         self.services, self.sessions = services, sessions
         self.running = set()
+        self.agents = set()  # the title agents launched now, ended at shutdown
         self.lock = threading.Lock()
 
     def appended(self, session, records):
@@ -63,6 +64,12 @@ class Titles:
                 return
             self.running.add(session.id)
         threading.Thread(target=self._pass, args=(session,), name=f"title-{session.id}", daemon=True).start()
+
+    def closing(self):
+        with self.lock:
+            agents = list(self.agents)
+        for runtime in agents:
+            runtime.process.kill_tree(0.5, STOP_GRACE)
 
     def _pass(self, session):
         try:
@@ -92,6 +99,8 @@ class Titles:
     def _generate(self, session):
         prompt = PROMPT.format(**first_exchange(session.log))
         for route in self._routes():
+            if not self.services.accepting:
+                return None  # the daemon is shutting down: no new agent for a title
             try:
                 title = self._ask(session, route, prompt)
             except Exception as exc:  # noqa: BLE001 (the next route, or unnamed)
@@ -116,6 +125,8 @@ class Titles:
             raise CompozyError("provider_unavailable", f"no provider named {route['provider']!r}")
         listener = TitleListener()
         runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root))
+        with self.lock:
+            self.agents.add(runtime)
         try:
             open_session(runtime, session.record.cwd)
             configure(runtime, route)
@@ -124,6 +135,8 @@ class Titles:
         finally:
             runtime.process.close_stdin()
             runtime.process.kill_tree(STOP_GRACE, STOP_GRACE)
+            with self.lock:
+                self.agents.discard(runtime)
 
 
 def first_exchange(log):
