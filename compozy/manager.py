@@ -234,11 +234,8 @@ class SessionManager(AgentViews):
             if admission.get("replayed"):
                 return
             ends = lambda r: r["turn_id"] == turn_id and r["type"] in ("done", "error")  # noqa: E731
-            for record in reads.follow(session.log, session.feed, cursor, until=ends):
-                if record is None:
-                    yield None, None
-                elif record["turn_id"] == turn_id:
-                    yield record["type"], record
+            for batch in reads.follow_batches(session.log, session.feed, cursor, until=ends):
+                yield [(r["type"], r) for r in batch if r["turn_id"] == turn_id] if batch else (None, None)
         return events()
 
     def cancel_turn(self, session_id, workspace, body=None):
@@ -343,10 +340,10 @@ class SessionManager(AgentViews):
         return sources.preview(self._session(session_id, workspace), self.services, query)
 
     def stream(self, session_id, workspace, after_sequence=None):
-        """Follow the session's committed events from after_sequence (None = from now)."""
+        """Follow the session's committed events from after_sequence (None = from now), a batch at a time."""
         session = self._session(session_id, workspace)
         after = session.log.last_sequence() if after_sequence is None else after_sequence
-        return reads.follow(session.log, session.feed, after)
+        return reads.follow_batches(session.log, session.feed, after)
 
     def catalog_stream(self, after_sequence=None):
         return reads.follow_catalog(self.services.catalog_feed, after_sequence)

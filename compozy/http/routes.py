@@ -10,7 +10,7 @@ from flask import Response, jsonify, request
 from compozy.api import SECRET_HEADER, SESSION_HEADER
 from compozy.errors import invalid
 from compozy.http.guards import json_body, query_args
-from compozy.http.sse import records_as_pairs, sse_response, wants_stream
+from compozy.http.sse import batches_as_pairs, sse_response, wants_stream
 from compozy.serialize import JSONText
 from compozy.validate import query_int
 
@@ -46,12 +46,12 @@ def stream(manager, operation, params):
         raise invalid(f"unknown parameter(s): {', '.join(unknown)}")
     header = request.headers.get("Last-Event-ID")
     after = query_int(header, "Last-Event-ID") if header else query_int(query.get("after_sequence"), "after_sequence")
-    return sse_response(lambda: records_as_pairs(manager.stream(after_sequence=after, **params)))
+    return sse_response(lambda: batches_as_pairs(manager.stream(after_sequence=after, **params)))
 
 
 def catalog_stream(manager, operation, params):
     after = query_int(request.headers.get("Last-Event-ID") or None, "Last-Event-ID")
-    return sse_response(lambda: records_as_pairs(manager.catalog_stream(after_sequence=after)))
+    return sse_response(lambda: batches_as_pairs(manager.catalog_stream(after_sequence=after)))
 
 
 SPECIAL = {"session.prompt": prompt, "session.list": list_sessions, "session.stream": stream,

@@ -10,6 +10,7 @@ about a second rather than at the next keepalive. The generator runs on a stream
 import json
 import threading
 import time
+from collections import OrderedDict
 
 from flask import Response, current_app, request
 
@@ -52,10 +53,39 @@ class _Slot:
             self._slots._release()
 
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds an encoder per call with these
+SHARED_FRAMES = 4096
+
+
+class _Rendered:
+    """Frames of the newest published records, rendered once for every viewer of the same record."""
+
+    def __init__(self, capacity=SHARED_FRAMES):
+        self._frames = OrderedDict()  # id(record) -> (record, frame); the record kept so its id stays its own
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def frame(self, event, data):
+        key = id(data)
+        with self._lock:
+            found = self._frames.get(key)
+        if found is not None and found[0] is data:
+            return found[1]
+        text = frame(event, data)
+        with self._lock:
+            self._frames[key] = (data, text)
+            while len(self._frames) > self._capacity:
+                self._frames.popitem(last=False)
+        return text
+
+
 def frame(event, data):
     sequence = data.get("sequence") if isinstance(data, dict) else None
     head = f"id: {sequence}\n" if sequence is not None else ""
-    return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+    return f"{head}event: {event}\ndata: {_encode(data)}\n\n"
+
+
+RENDERED = _Rendered()
 
 
 def sse_response(open_pairs):
@@ -76,9 +106,15 @@ def sse_response(open_pairs):
 def _frames(pairs, gone):
     yield ": stream open\n\n"
     quiet_since = time.monotonic()
-    for event, data in pairs:
+    for item in pairs:
+        if isinstance(item, list):  # one feed batch: one write (waitress sends each yielded chunk alone)
+            if item:
+                yield "".join([RENDERED.frame(event, data) for event, data in item])
+                quiet_since = time.monotonic()
+            continue
+        event, data = item
         if event is not None:
-            yield frame(event, data)
+            yield RENDERED.frame(event, data)
             quiet_since = time.monotonic()
         elif gone():
             return
@@ -87,9 +123,10 @@ def _frames(pairs, gone):
             quiet_since = time.monotonic()
 
 
-def records_as_pairs(records):
-    for record in records:
-        yield (None, None) if record is None else (record["type"], record)
+def batches_as_pairs(batches):
+    """Each batch of records as a list of (type, record) pairs; an idle tick as (None, None)."""
+    for batch in batches:
+        yield [(record["type"], record) for record in batch] if batch else (None, None)
 
 
 def wants_stream(request):

@@ -58,7 +58,8 @@ def runtime_flags(runtime):
 def collect(pairs):
     """The streaming form collected: the admission plus the turn's records."""
     admission, events = None, []
-    for event, data in pairs:
+    flat = (pair for item in pairs for pair in (item if isinstance(item, list) else [item]))  # batches
+    for event, data in flat:
         if event == "prompt":
             admission = data
         elif event is not None:

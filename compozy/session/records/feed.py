@@ -68,7 +68,13 @@ class Feed:
             oldest = self._ring[0][0] if self._ring else self._last + 1
             if oldest > sequence + 1:
                 return None
-            return [item for seq, item in self._ring if seq > sequence]
+            newer = []
+            for seq, item in reversed(self._ring):  # from the newest: a viewer is usually a few behind
+                if seq <= sequence:
+                    break
+                newer.append(item)
+            newer.reverse()
+            return newer
 
 
 def attention_changed(feed, record, previous):

@@ -54,6 +54,15 @@ def read_history(log, query):
 def follow(log, feed, after, until=None, tick=IDLE_TICK_SECONDS):
     """Yield committed records after `after` forever (or until `until(record)` is true);
     None is yielded after each `tick` seconds without a record."""
+    for batch in follow_batches(log, feed, after, until, tick):
+        if not batch:
+            yield None
+        yield from batch
+
+
+def follow_batches(log, feed, after, until=None, tick=IDLE_TICK_SECONDS):
+    """follow() a batch at a time (what one commit published, or one read of the store): a stream
+    writes each batch at once. [] after each `tick` seconds without a record."""
     cursor = after
     while True:
         records = feed.after(cursor, tick)
@@ -67,20 +76,22 @@ def follow(log, feed, after, until=None, tick=IDLE_TICK_SECONDS):
         if not records:
             if feed.closed:
                 return
-            yield None
+            yield []
             continue
-        for record in records:
-            cursor = record["sequence"]
-            yield record
-            if until is not None and until(record):
+        if until is not None:
+            end = next((index for index, record in enumerate(records) if until(record)), None)
+            if end is not None:
+                yield records[:end + 1]
                 return
+        cursor = records[-1]["sequence"]
+        yield records
 
 
 def follow_catalog(feed, after=None):
     """The catalog stream from now, or after a Last-Event-ID (a number from before a daemon restart,
     past this run's count, means from now; one the ring no longer covers skips to now)."""
     now = feed.last_sequence
-    return follow(None, feed, now if after is None else min(after, now))
+    return follow_batches(None, feed, now if after is None else min(after, now))
 
 
 def turn_answer(log, feed, turn_id):
