@@ -126,6 +126,8 @@ class EventLog:
         self._db = None
         self._next_sequence = None
         self._lock = threading.RLock()
+        self._aside = None  # the catch-up readers' own connection (read_aside)
+        self._aside_lock = threading.Lock()
 
     def create(self):
         """Write the file from a prebuilt empty store (already in WAL mode, schema in place).
@@ -167,6 +169,21 @@ class EventLog:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+        with self._aside_lock:
+            if self._aside is not None:
+                self._aside.close()
+                self._aside = None
+
+    def read_aside(self, after_sequence, limit):
+        """The oldest `limit` active records after a sequence on a connection of their own: a viewer
+        catching up never holds the lock the agent's output commits under (WAL: committed rows only)."""
+        with self._aside_lock:
+            if self._aside is None:
+                self._aside = sqlite3.connect(self.path, check_same_thread=False)
+                self._aside.execute("PRAGMA cache_size=-256")
+            rows = self._aside.execute(f"SELECT {COLUMNS} FROM events WHERE archived = 0 AND sequence > ? "
+                                       "ORDER BY sequence LIMIT ?", (after_sequence, limit)).fetchall()
+        return [self._record(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7]) for r in rows]
 
     @property
     def is_open(self):

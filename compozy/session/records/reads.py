@@ -70,7 +70,7 @@ def follow_batches(log, feed, after, until=None, tick=IDLE_TICK_SECONDS):
             cursor, records = feed.last_sequence, []
         elif records is None:  # the ring no longer covers the gap: read it from the store
             committed = feed.last_sequence  # everything up to here is in the store already
-            records = log.read(after_sequence=cursor, limit=MAX_READ_LIMIT)
+            records = log.read_aside(cursor, MAX_READ_LIMIT)
             if not records:  # the gap holds only archived events (a rewind): step over it
                 cursor = max(cursor, committed)
         if not records:
