@@ -54,7 +54,7 @@ class _Slot:
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds an encoder per call with these
-SHARED_FRAMES = 4096
+SHARED_FRAMES = 1024
 
 
 class _Rendered:
