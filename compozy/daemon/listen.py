@@ -109,6 +109,14 @@ def serve(app, sockets, descriptors, max_streams=SETTINGS_BY_NAME["daemon.max_st
             for sock in sockets]
 
 
+def close_servers(servers):
+    """Close every listening socket and channel, then end the worker threads they share."""
+    for server in servers:
+        server.close()
+    if servers:
+        servers[0].task_dispatcher.shutdown(timeout=2)
+
+
 def _over_unix_socket(app):
     def marked(environ, start_response):
         environ[UNIX_SOCKET] = True

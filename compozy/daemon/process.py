@@ -16,7 +16,7 @@ from compozy import __version__
 from compozy.clock import now_iso
 from compozy.config import ConfigError
 from compozy.config import load as load_config
-from compozy.daemon.listen import DaemonError, bind_tcp, bind_unix, parse_listen, serve, url_host
+from compozy.daemon.listen import DaemonError, bind_tcp, bind_unix, close_servers, parse_listen, serve, url_host
 from compozy.daemon.logs import setup_logging
 from compozy.http.app import create_app
 from compozy.manager import SessionManager
@@ -101,8 +101,7 @@ class Daemon:
             log.info("shutting down: stopping live sessions")
         finally:
             manager.shutdown()
-            for server in servers:
-                server.close()
+            close_servers(servers)
             self._cleanup(lock_fd)
         return 1 if self.server_failed else 0
 

@@ -5,7 +5,7 @@ import os
 import threading
 
 from compozy.config import load as load_config
-from compozy.daemon.listen import bind_tcp, bind_unix, serve
+from compozy.daemon.listen import bind_tcp, bind_unix, close_servers, serve
 from compozy.http.app import create_app
 from compozy.manager import SessionManager
 from compozy.paths import Home
@@ -37,8 +37,7 @@ class ServedManager:
         if self.manager is not None:
             self.manager.shutdown()
             self.manager = None
-        for server in self.servers or ():
-            server.close()
+        close_servers(self.servers or [])
         self.servers = None
         if os.path.exists(self.home.socket_file):
             os.unlink(self.home.socket_file)

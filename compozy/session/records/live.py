@@ -194,6 +194,7 @@ class LiveSession:
     def close(self):
         self.services.store.logs.unpin(self.id)
         self.feed.close()
+        self.worker_wake.set()  # a parked worker with no turn ends now, not 30 s later
 
 
 def supervision_view(session):
