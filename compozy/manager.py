@@ -8,7 +8,6 @@ import json
 import logging
 import threading
 from functools import partial
-from contextlib import contextmanager
 
 from compozy import __version__, serialize
 from compozy import validate as v
@@ -31,6 +30,7 @@ from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.governed import refuse_user_action
 from compozy.session.records.listing import list_filters
 from compozy.session.records.live import LiveSession, Services
+from compozy.session.records.reading import SessionReads
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
 from compozy.session.records.store import SessionStore
@@ -39,6 +39,7 @@ from compozy.session.turns.binding import Binder
 from compozy.session.turns.engine import TurnEngine
 from compozy.session.turns.identity import Identities
 from compozy.session.turns import titles
+from compozy.session.turns.tool_calls import ToolCalls
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
@@ -50,7 +51,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews):
+class SessionManager(AgentViews, SessionReads, ToolCalls):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
@@ -325,55 +326,9 @@ class SessionManager(AgentViews):
         request = fork_request(session_id, self.workspaces.resolve(workspace)["id"], body)
         return self.deriver.derive(request).answer(partial(self._resource, precise=True))
 
-    # -- reads ----------------------------------------------------------------------------------
-
-    def events(self, session_id, workspace, query=None):
-        """Event records in ascending sequence with the interface's filters."""
-        return reads.read_events(self.store.events(self._record(session_id, workspace)), query)
-
-    def history(self, session_id, workspace, query=None):
-        """One message per user prompt and per assistant answer."""
-        return reads.read_history(self.store.events(self._record(session_id, workspace)), query)
-
     def derive_preview(self, session_id, workspace, query=None):
         """What a continue or fork would carry right now, at which fences; it never writes."""
         return sources.preview(self._session(session_id, workspace), self.services, query)
-
-    def stream(self, session_id, workspace, after_sequence=None):
-        """Follow the session's committed events from after_sequence (None = from now), a batch at a time."""
-        session = self._session(session_id, workspace)
-        after = session.log.last_sequence() if after_sequence is None else after_sequence
-        return reads.follow_batches(session.log, session.feed, after)
-
-    def catalog_stream(self, after_sequence=None):
-        return reads.follow_catalog(self.services.catalog_feed, after_sequence)
-
-    # -- bound agents: identity and native tool calls --------------------------------------------
-
-    def identify(self, secret):
-        """The bound agent a binding secret names while its binding lasts (else agent_identity_invalid)."""
-        return self.services.identities.require(secret)
-
-    @contextmanager
-    def serving_tool_call(self, caller, title, target, changes):
-        """Decide a native tool call by the permission mode (a held call waits for a person), then serve it
-        with the caller's turn waiting on the daemon rather than on its agent."""
-        with caller.session.serving_tool_call():
-            decision = self.requests.tool_call(caller.session, title, target, changes)
-            if not decision.startswith("allow"):
-                raise CompozyError("tool_call_rejected", f"{title} was not allowed ({decision})", decision=decision)
-            yield
-
-    def turn_answer(self, session_id, workspace, turn_id):
-        """Wait for a turn to end: its answer's text and how it ended. An agent lost for good during the
-        turn (recovery exhausted) is tool_backend_failed, for the native tool that waited on it."""
-        session = self._session(session_id, workspace)
-        answer, exhausted = reads.turn_answer(session.log, session.feed, turn_id)
-        if exhausted:
-            raise CompozyError("tool_backend_failed", f"session {session_id} lost its agent during turn {turn_id} "
-                               "and recovery was exhausted", session_id=session_id, turn_id=turn_id,
-                               error=answer.get("error"))
-        return answer
 
     # -- helpers --------------------------------------------------------------------------------
 

@@ -146,3 +146,13 @@ def test_a_held_permission_is_rejected_when_its_timeout_is_over(world, clock, wo
     _at(manager, session, clock, 5 * 60)
     assert reply.decisions == ["reject-once"] and session.permissions == {}
     assert _events(session, "permission")[-1]["content"]["reason"] == "timeout"
+
+
+def test_a_session_awaiting_a_reply_is_not_silent(world, clock):
+    """A sender whose message is still being answered (awaiting_reply) keeps working in the watchdog's
+    eyes: an hour of silence neither warns nor stops it."""
+    manager, session, turn = world
+    awaiting = {"kind": "awaiting_reply", "session_id": "sess_target", "turn_id": "turn_target"}
+    manager.services.work_signals.append(lambda s: [awaiting] if s is session else [])
+    _at(manager, session, clock, 60 * 60)
+    assert turn.quiet_warning is None and session.stop_operation is None

@@ -16,7 +16,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from compozy.clock import iso_from_epoch
 from compozy.session.lifecycle.sources import UNKNOWN, attention_for
 from compozy.session.lifecycle.sources import inspect as inspect_sources
-from compozy.session.records.live import live_children
+from compozy.session.records.live import live_children, outside_work
 from compozy.states import MarkerKind, RuntimeStatus, SessionState, StopCause
 
 log = logging.getLogger("compozy.supervision")
@@ -79,8 +79,8 @@ class Supervisor:
         if turn.recovery_due is not None and now >= turn.recovery_due:
             turn.recovery_ready = True
             turn.wake.set()
-        if sources.verified_tools:
-            turn.last_work = now  # a verified running tool is fresh work
+        if sources.verified_tools or outside_work(session):
+            turn.last_work = now  # a verified running tool, or a reply awaited, is fresh work
         self._watchdog(session, turn, now, config, blocked=sources.worst == UNKNOWN)
         budget = config["session.supervision.prompt_deadline"]
         if budget and now - turn.started_at >= budget and not turn.deadline_hit and turn.prompting:
@@ -126,7 +126,8 @@ class Supervisor:
         if session.idle_since is None or now - session.idle_since < release_after:
             return
         if session.permissions or session.stop_operation is not None or session.releasing \
-                or self.services.catalog.count_entries(session.id) or live_children(session):
+                or self.services.catalog.count_entries(session.id) or live_children(session) \
+                or outside_work(session):
             return
         if session.state != SessionState.ACTIVE:
             return

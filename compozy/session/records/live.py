@@ -215,10 +215,15 @@ def supervision_view(session):
             signals.append({"kind": "pending_permission", "count": turn.pending_permissions})
     children = [c for c in live_children(session) if c.turn is not None]
     signals += [{"kind": "active_child", "session_id": c.id} for c in children]
-    for source in session.services.work_signals:
-        signals += source(session)
+    signals += outside_work(session)
     return {"work_signals": signals, "sources": sources.view() if sources else dict(UNINSPECTED),
             "quiet_warning": turn.quiet_warning if turn is not None else None}
+
+
+def outside_work(session):
+    """Work signals other parts of the daemon hold for a session (a reply it awaits): while any holds,
+    supervision neither stops the session for silence nor releases its agent."""
+    return [signal for source in session.services.work_signals for signal in source(session)]
 
 
 def live_children(session):

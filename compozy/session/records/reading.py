@@ -1,0 +1,39 @@
+"""The façade's reads of durable history: events, folded history, live streams and turn answers.
+
+Layer 4. Mixed into SessionManager, which supplies _record, _session, store and services.
+"""
+
+from compozy.errors import CompozyError
+from compozy.session.records import reads
+
+
+class SessionReads:
+    """Reads of a session's event store and feeds (mixed into SessionManager)."""
+
+    def events(self, session_id, workspace, query=None):
+        """Event records in ascending sequence with the interface's filters."""
+        return reads.read_events(self.store.events(self._record(session_id, workspace)), query)
+
+    def history(self, session_id, workspace, query=None):
+        """One message per user prompt and per assistant answer."""
+        return reads.read_history(self.store.events(self._record(session_id, workspace)), query)
+
+    def stream(self, session_id, workspace, after_sequence=None):
+        """Follow the session's committed events from after_sequence (None = from now), a batch at a time."""
+        session = self._session(session_id, workspace)
+        after = session.log.last_sequence() if after_sequence is None else after_sequence
+        return reads.follow_batches(session.log, session.feed, after)
+
+    def catalog_stream(self, after_sequence=None):
+        return reads.follow_catalog(self.services.catalog_feed, after_sequence)
+
+    def turn_answer(self, session_id, workspace, turn_id):
+        """Wait for a turn to end: its answer's text and how it ended. An agent lost for good during the
+        turn (recovery exhausted) is tool_backend_failed, for the native tool that waited on it."""
+        session = self._session(session_id, workspace)
+        answer, exhausted = reads.turn_answer(session.log, session.feed, turn_id)
+        if exhausted:
+            raise CompozyError("tool_backend_failed", f"session {session_id} lost its agent during turn {turn_id} "
+                               "and recovery was exhausted", session_id=session_id, turn_id=turn_id,
+                               error=answer.get("error"))
+        return answer
