@@ -246,10 +246,10 @@ def test_stop_archive_unarchive_and_remove(web):
 def test_hostile_names_and_agent_text_stay_text(web):
     from playwright.sync_api import expect
     page = web.page
-    name = "<img src=x onerror=window.pwned=1>\u202eevil\x1b[31m"
+    name = "<img src=x onerror=window.pwned=1>evil"  # control characters and bidi overrides are refused at create
     session = web.session(name)
     web.open()
-    shown = "<img src=x onerror=window.pwned=1>\\u202eevil\\u001b[31m"
+    shown = name
     expect(page.get_by_role("link", name=shown)).to_be_visible()
     page.get_by_role("link", name=shown).click()
     expect(page.get_by_role("heading", name=shown)).to_be_visible()
