@@ -8,6 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from compozy.errors import CompozyError
+from compozy.launch_aliases import parse_launch_aliases
 from compozy.location import self_command
 from compozy.states import BusyMode, PermissionMode
 
@@ -102,6 +103,7 @@ class Provider:
     command: tuple
     env: dict = field(default_factory=dict)
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT  # seconds for initialize (a first `npx -y` downloads)
+    launch_aliases: tuple = ()  # LaunchAlias entries (compozy.launch_aliases)
 
 
 @dataclass(frozen=True)
@@ -296,7 +298,7 @@ def _check_value(setting, raw):
 def _load_providers(table, problems):
     providers = {}
     for name, spec in _named_tables(table, "providers", problems):
-        unknown = set(spec) - {"command", "env", "handshake_timeout"}
+        unknown = set(spec) - {"command", "env", "handshake_timeout", "launch_aliases"}
         for key in sorted(unknown):
             problems.add(f"providers.{name}.{key}", "unknown key")
         command = spec.get("command")
@@ -314,7 +316,8 @@ def _load_providers(table, problems):
         except ValueError as exc:
             problems.add(f"providers.{name}.handshake_timeout", str(exc))
             continue
-        providers[name] = Provider(name, tuple(command), dict(env), handshake)
+        aliases = parse_launch_aliases(spec.get("launch_aliases", []), f"providers.{name}.launch_aliases", problems)
+        providers[name] = Provider(name, tuple(command), dict(env), handshake, aliases)
     return providers
 
 

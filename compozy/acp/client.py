@@ -69,6 +69,7 @@ class AgentClient:
         self.effective = {"provider": provider.name}
         self.loading = False
         self.released = False
+        self.launch_alias = None  # the provider's LaunchAlias this process was started with
         self.identity = {}  # the binding's identity in the agent's environment (secret: kept out of reports)
 
     @property
@@ -152,9 +153,10 @@ class AgentClient:
         self.listener.exited(self)
 
 
-def launch(provider, session_id, cwd, listener, agent_home, identity=None):
+def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias=None):
     """Spawn the provider's command and run the initialize handshake; identity: the binding's secret
-    environment (compozy.session.turns.identity), given to the agent as is."""
+    environment (compozy.session.turns.identity), given to the agent as is; alias: a LaunchAlias whose
+    arguments follow the command."""
     marker = f"COMPOZY_AGENT_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
     # COMPOZY_HOME lets the built-in agent keep its state beside the daemon's; the marker and
@@ -166,7 +168,9 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None):
     label = f"{session_id}/{provider.name}"
     client = AgentClient(provider, listener=listener, label=label)
     client.identity = dict(identity or {})
-    client.process = AgentProcess(provider.command, cwd, env, client, marker=marker, label=label)
+    client.launch_alias = alias
+    command = provider.command + (alias.args if alias is not None else ())
+    client.process = AgentProcess(command, cwd, env, client, marker=marker, label=label)
     try:
         client.process.start()
     except OSError as exc:

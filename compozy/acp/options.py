@@ -39,6 +39,7 @@ def take_options(client, result):
 
 def needs_configuration(client, target):
     """True when some requested field or option differs from the agent's current value."""
+    target = _live_part(client, target)
     for name in NAMED_FIELDS:
         if target.get(name) and client.effective.get(name) != target[name]:
             return True
@@ -47,7 +48,9 @@ def needs_configuration(client, target):
 
 
 def configure(client, target):
-    """Apply the target's fields and ACP options in place; roll back what changed on refusal."""
+    """Apply the target's fields and ACP options in place; roll back what changed on refusal.
+    Choices the process's launch alias baked in are not set, and stay logical in `effective`."""
+    logical, target = target, _live_part(client, target)
     applied = []
     try:
         for name in NAMED_FIELDS:
@@ -59,7 +62,15 @@ def configure(client, target):
         _rollback(client, applied)
         raise
     client.effective = _effective(client, target)
+    if client.launch_alias is not None:
+        client.effective.update(client.launch_alias.logical_fields())
+        if logical.get("acp_options"):
+            client.effective["acp_options"] = logical["acp_options"]
     return bool(applied)
+
+
+def _live_part(client, target):
+    return client.launch_alias.live_part(target) if client.launch_alias is not None else target
 
 
 def _apply_field(client, name, value, applied):

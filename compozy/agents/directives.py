@@ -58,6 +58,7 @@ _ARGUMENT_PATTERNS = {
     "slow-cancel": rf"({_NUMBER})",
     "linger": r"(\d+)",
     "refuse-steer": "",
+    "launch-args": "",
     "mcp": r"([A-Za-z0-9_.-]+)(?:\s+(\{.*\}))?",
 }
 _TOKEN = re.compile(r"\[([a-z][a-z-]*)(?:\s+([^\[\]]*?))?\s*\]")
@@ -325,6 +326,9 @@ class DirectiveSteps:
     def do_exit(self, code: str) -> None:
         log(f"exiting with code {code} ([exit] directive)")
         os._exit(int(code))
+
+    def do_launch_args(self) -> None:
+        self.say("launch args: " + (" ".join(self.agent.settings.launch_args) or "(none)") + " ")
 
     def do_recall(self) -> None:
         self.recall = True

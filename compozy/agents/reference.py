@@ -351,11 +351,11 @@ def advertises_boolean_options(capabilities) -> bool:
     return isinstance(node, dict) and node.get("boolean") not in (None, False)
 
 
-def main() -> int:
+def main(launch_args=None) -> int:
     if env_flag(os.environ, "COMPOZY_REFERENCE_FAIL_START"):
         log("refusing to start (COMPOZY_REFERENCE_FAIL_START=1)")
         return 2
-    settings = Settings.from_env(os.environ)
+    settings = Settings.from_env(os.environ, sys.argv[1:] if launch_args is None else launch_args)
     endpoint = protocol.StdioEndpoint(sys.stdin.buffer, sys.stdout.buffer,
                                       on_issue=lambda issue: log(f"skipped input: {issue.kind}: {issue.excerpt}"))
     log(f"started; state in {settings.state_dir}")

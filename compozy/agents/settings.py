@@ -53,9 +53,10 @@ class Settings:
     chunk_delay: float
     models: tuple
     state_dir: Path
+    launch_args: tuple = ()  # the arguments after the command, reported by [launch-args]
 
     @classmethod
-    def from_env(cls, env) -> Settings:
+    def from_env(cls, env, launch_args=()) -> Settings:
         models = tuple(name.strip() for name in _models_text(env).split(",") if name.strip())
         return cls(require_auth=env_flag(env, "COMPOZY_REFERENCE_REQUIRE_AUTH"),
                    load_session=not env_flag(env, "COMPOZY_REFERENCE_NO_LOAD"),
@@ -64,7 +65,8 @@ class Settings:
                    fork=env_flag(env, "COMPOZY_REFERENCE_FORK"),
                    fork_fails=env_flag(env, "COMPOZY_REFERENCE_FORK_FAIL"),
                    chunk_delay=parse_delay(env.get("COMPOZY_REFERENCE_CHUNK_DELAY", "")),
-                   models=models or DEFAULT_MODELS, state_dir=default_state_dir(env))
+                   models=models or DEFAULT_MODELS, state_dir=default_state_dir(env),
+                   launch_args=tuple(launch_args))
 
     def choices(self) -> dict:
         return {"model": self.models, "reasoning_effort": ("low", "medium", "high"), "speed": ("normal", "fast")}

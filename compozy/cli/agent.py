@@ -43,8 +43,9 @@ def _agents_table(document):
     return table(rows, ("NAME", "PROVIDER", "FOUND", "RUNTIME", "COMMAND"), "no agents")
 
 
-@agent.command("reference", hidden=True)
-def reference():
+@agent.command("reference", hidden=True, context_settings={"ignore_unknown_options": True})
+@click.argument("launch_args", nargs=-1, type=click.UNPROCESSED)
+def reference(launch_args):
     """Run the built-in reference ACP agent on stdin/stdout.
 
     \b
@@ -52,4 +53,4 @@ def reference():
       compozy agent reference < requests.jsonl
     """
     from compozy.agents.reference import main
-    main()
+    main(launch_args)

@@ -10,6 +10,7 @@ import logging
 from compozy.acp.client import BindFailure, configure, launch, needs_configuration, open_session
 from compozy.api import SECRET_ENV
 from compozy.errors import CompozyError
+from compozy.launch_aliases import resolve
 from compozy.session.records.live import RuntimeEvents
 from compozy.session.lifecycle.recovery import lost_outside_turn
 from compozy.session.records.record import ABSENT
@@ -33,11 +34,14 @@ class Binder:
         runtime = session.runtime
         if runtime is not None and runtime.alive and not runtime.effective.get("stale"):
             target = next((t for _, t in routes if t["provider"] == runtime.provider.name), routes[0][1])
-            if target["provider"] == runtime.provider.name and self._reconfigure(session, runtime, target):
+            same_provider = target["provider"] == runtime.provider.name
+            same_alias = same_provider and self._alias(target) == runtime.launch_alias
+            if same_alias and self._reconfigure(session, runtime, target):
                 return None
-            # Atomic replacement (another provider, or an option the live process does not take): the
-            # current agent keeps serving until the new one is accepted.
-            reason = "provider_change" if target["provider"] != runtime.provider.name else "option_not_live"
+            # Atomic replacement (another provider or launch alias, or an option the live process does not
+            # take): the current agent keeps serving until the new one is accepted.
+            reason = "provider_change" if not same_provider else "launch_alias" if not same_alias else \
+                "option_not_live"
             return self._start(session, [(None, target)], RuntimeTransition.PROCESS_REPLACEMENT, allow_load=False,
                                previous=runtime, replay_reason=reason)
         if runtime is not None:
@@ -108,7 +112,7 @@ class Binder:
         secret = identities.issue(session)
         try:
             runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
-                             identity={SECRET_ENV: secret})
+                             identity={SECRET_ENV: secret}, alias=resolve(provider, target))
         except BindFailure:
             identities.forget(secret)
             raise
@@ -125,6 +129,9 @@ class Binder:
             self._discard(runtime)
             raise
         return runtime, loaded
+
+    def _alias(self, target):
+        return resolve(self.services.config.provider(target["provider"]), target)
 
     def _lost_outside_turn(self, session, runtime):
         lost_outside_turn(self.services, session, runtime)

@@ -18,6 +18,7 @@ from compozy.acp.client import launch, open_session
 from compozy.acp.options import configure
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
+from compozy.launch_aliases import resolve
 from compozy.session.records.governed import refuse_user_action
 from compozy.states import PermissionDecision, SessionType
 from compozy.text import one_line
@@ -124,7 +125,8 @@ class Titles:
         if provider is None:
             raise CompozyError("provider_unavailable", f"no provider named {route['provider']!r}")
         listener = TitleListener()
-        runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root))
+        runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
+                         alias=resolve(provider, route))
         with self.lock:
             self.agents.add(runtime)
         try:
