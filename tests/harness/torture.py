@@ -7,6 +7,7 @@ the promise: nothing a viewer saw is lost or changed, sequences stay dense, boot
 open turn exactly once, no admitted prompt ran twice, and the catalog agrees with the directories.
 """
 
+import http.client
 import json
 import os
 import random
@@ -141,7 +142,7 @@ def send_prompt(client, session, body):
             sent.in_flight = True
         else:
             sent.error = error.code
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):  # the daemon died mid-answer
         sent.in_flight = True
     return sent
 
