@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from compozy.config import from_document
+from compozy.launch_aliases import resolve
 from tests.harness.cli import cli_json, run_cli
 from tests.test_daemon import wait_for
 
@@ -21,7 +22,8 @@ RECIPES = dict(RECIPE.findall(AGENTS_DOC))
 
 
 def test_the_doc_has_a_recipe_for_each_agent_the_issue_names():
-    assert set(RECIPES) == {"Claude Code", "Codex", "Gemini CLI", "opencode", "Qwen Code", "Any other ACP agent"}
+    assert set(RECIPES) == {"Claude Code", "Codex", "Gemini CLI", "opencode", "Qwen Code", "Any other ACP agent",
+                            "Launch aliases (Cursor)"}
 
 
 @pytest.mark.parametrize("title", sorted(RECIPES))
@@ -31,6 +33,13 @@ def test_every_recipe_is_a_config_the_daemon_accepts(title):
     assert len(added) == 1, added
     agent = config.agent(added.pop())
     assert config.provider(agent.provider).command
+
+
+def test_the_launch_alias_example_resolves_as_documented():
+    config = from_document(tomllib.loads(RECIPES["Launch aliases (Cursor)"]))
+    cursor = config.provider("cursor")
+    assert resolve(cursor, {"model": "grok-4.6", "speed": "fast"}).args == ("--model", "grok-4.6-fast")
+    assert resolve(cursor, {"model": "grok-4.6", "reasoning_effort": "high"}).args == ("--model", "grok-4.6")
 
 
 @pytest.mark.skipif(os.environ.get("COMPOZY_INTEROP") != "1", reason="interop with real agents is opt-in: "
