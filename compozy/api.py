@@ -245,9 +245,13 @@ OPERATIONS = (
                   ("turn_id", "--turn"), ("type", "--type"), ("archive", "--archive")))),
     Operation("GET", S + "/history", "session.history", "history", "User prompts and assistant answers",
               (Success(200, "History"),), SESSION, query=v.HISTORY_QUERY,
-              cli=_session_cli("session history", flags=_flags("archive")),
+              cli=_session_cli("session history", flags=(
+                  ("limit", "--limit"), ("before_sequence", "--before"), ("after_sequence", "--after"),
+                  ("archive", "--archive"))),
               tool=Tool("compozy__session_history", "The folded history of a session of your workspace "
-                        "(default: yourself)", target="caller")),
+                        "(default: yourself), a page of messages: the newest 200 unless limit, or before_sequence "
+                        "(page.before_sequence) for older ones", ("limit", "before_sequence", "after_sequence"),
+                        target="caller")),
     Operation("POST", S + "/rewind", "session.rewind", "rewind",
               "Archive a user message and every later event; its text comes back as draft_text (same session)",
               (Success(200, "RewindAnswer"),), (*SESSION, *DERIVABLE, *IDENTITY, "message_not_found",

@@ -206,7 +206,8 @@ LIST_QUERY = {"workspace": text(), "parent": text(), "root": text(), "state": te
 SEQUENCE = integer(minimum=0, maximum=SQLITE_MAX_INTEGER)
 EVENTS_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "turn_id": text(),
                 "type": text(), "limit": integer(minimum=1, maximum=1000), "archive": text(choices=ARCHIVE_VIEWS)}
-HISTORY_QUERY = {"archive": text(choices=ARCHIVE_VIEWS)}
+HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit": integer(minimum=1, maximum=1000),
+                 "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
 ARCHIVE_QUERY = {"stop": boolean()}
 PREVIEW_QUERY = {"message_id": text(max_length=200)}

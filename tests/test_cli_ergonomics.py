@@ -141,3 +141,19 @@ def test_a_profile_is_a_daemon_and_home_of_its_own_under_the_main_one(daemon, wo
     finally:
         if pid is not None:
             terminate_pid(pid)
+
+
+def test_history_all_pages_back_to_the_first_message(daemon, workspace):
+    sid = new_session(daemon.home, workspace)
+    for word in ("one", "two", "three"):
+        assert run_cli(daemon.home, "session", "prompt", sid, word).returncode == 0
+    newest = cli_json(daemon.home, "session", "history", sid, "--limit", "2")
+    assert [m["text"] for m in newest["messages"]] == ["three", "echo: three"] and newest["page"]["has_more"]
+    older = cli_json(daemon.home, "session", "history", sid, "--limit", "2",
+                     "--before", str(newest["page"]["before_sequence"]))
+    assert [m["text"] for m in older["messages"]] == ["two", "echo: two"]
+    every = cli_json(daemon.home, "session", "history", sid, "--limit", "2", "--all")
+    assert [m["text"] for m in every["messages"]] == ["one", "echo: one", "two", "echo: two", "three", "echo: three"]
+    assert every["page"]["has_more"] is False and every["page"]["before_sequence"] == 1
+    refused = run_cli(daemon.home, "session", "history", sid, "--all", "--after", "3")
+    assert refused.returncode == 2, refused.stderr

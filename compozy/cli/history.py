@@ -76,15 +76,37 @@ def _event_line(event):
 
 @session.command("history")
 @session_argument
+@click.option("--limit", type=click.IntRange(1, 1000), help="messages a page (default 200: the newest)")
+@click.option("--before", "before_sequence", type=click.IntRange(0),
+              help="messages that begin before this sequence (a page's page.before_sequence: the older page)")
+@click.option("--after", "after_sequence", type=click.IntRange(0),
+              help="the oldest messages that begin after this sequence")
+@click.option("--all", "every", is_flag=True, help="every message: page back until the first")
 @click.option("--archive", type=choice("session.history", "archive"), help="archived messages (default active)")
 @output_option()
 @click.pass_obj
-def history(obj, session_id, archive, output):
-    """The conversation: one message per prompt and per answer.
+def history(obj, output, every, **query):
+    """The conversation: one message per prompt and per answer, a page at a time.
 
     \b
     Example:
       compozy session history sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --archive all
+      compozy session history 01J9Z3K6 --limit 20 --before 4210
+      compozy session history 01J9Z3K6 --all
     """
-    document = obj.call("session.history", session_id=session_id, archive=archive)
+    if every and query["after_sequence"] is not None:
+        raise click.UsageError("--all pages back from --before (or the newest): not with --after")
+    document = obj.call("session.history", **query)
+    if every:
+        document = _every_page(obj, query, document)
     emit(document, output, lambda d: "\n\n".join(f"[{m['role']}] {m['text']}" for m in d["messages"]) or "no messages")
+
+
+def _every_page(obj, query, document):
+    """The older pages in front of this one, until the first message (-o json: one document)."""
+    messages, page = document["messages"], document["page"]
+    while page["has_more"]:
+        older = obj.call("session.history", **{**query, "before_sequence": page["before_sequence"]})
+        messages = older["messages"] + messages
+        page = {**page, "has_more": older["page"]["has_more"], "before_sequence": older["page"]["before_sequence"]}
+    return {"messages": messages, "page": page}

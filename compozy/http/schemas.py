@@ -171,9 +171,11 @@ SCHEMAS = {
         applied=BOOLEAN, appended_sequences=array(INTEGER))),
     "Event": EVENT,
     "EventList": obj(["events"], events=array(ref("Event"))),
-    "History": obj(["messages"], messages=array(obj(
+    "History": obj(["messages", "page"], messages=array(obj(
         ["message_id", "turn_id", "role", "text", "timestamp"], message_id=nullable(STRING),
-        turn_id=nullable(STRING), role=enum(("user", "assistant", "tool")), text=STRING, timestamp=TIMESTAMP))),
+        turn_id=nullable(STRING), role=enum(("user", "assistant", "tool")), text=STRING, timestamp=TIMESTAMP)),
+        page=obj(["has_more", "before_sequence", "has_newer", "after_sequence"], has_more=BOOLEAN,
+                 before_sequence=nullable(INTEGER), has_newer=BOOLEAN, after_sequence=nullable(INTEGER))),
     "DaemonHealth": obj(["status", "version"], status=enum(("ok",)), version=STRING),
     "AgentList": obj(["agents", "default_agent"], default_agent=STRING, agents=array(obj(
         ["name", "provider", "command", "found", "runtime", "default"], name=STRING, provider=STRING,

@@ -42,11 +42,6 @@ TRANSCRIPT_SQL = ("SELECT sequence, CASE type WHEN 'agent_message' THEN NULL ELS
                   # a scan in sequence order: the type index would cost a sort of most of the table
                   "FROM events NOT INDEXED WHERE archived = 0 AND type IN ('user_message', 'agent_message', "
                   "'tool_result', 'done', 'error') AND sequence <= ? ORDER BY sequence")
-# A history reads only the user and agent messages, their text and message ids extracted by SQLite
-HISTORY_SQL = ("SELECT sequence, id, turn_id, type, timestamp, COALESCE(json_extract(content, '$.text'), ''), "
-               "json_extract(content, CASE type WHEN 'user_message' THEN '$.message_id' ELSE '$.agent_message_id' "
-               "END) FROM events NOT INDEXED WHERE type IN ('user_message', 'agent_message') AND {archive} "
-               "ORDER BY sequence")
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds an encoder per call with these
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
@@ -294,14 +289,6 @@ class EventLog:
             rows = db.execute_sql(TRANSCRIPT_SQL, (through_sequence,)).fetchall()
         return [{"id": r[1], "sequence": r[0], "turn_id": r[2], "type": r[3], "timestamp": r[4],
                  "content": {"text": r[5]} if r[6] is None else json.loads(r[6])} for r in rows]
-
-    def history_records(self, archive="active"):
-        """The user and agent messages in sequence order, as much of each record as a history folds."""
-        with self._read() as db:
-            rows = db.execute_sql(HISTORY_SQL.format(archive=ARCHIVE_SQL[archive])).fetchall()
-        key = {"user_message": "message_id", "agent_message": "agent_message_id"}
-        return [{"id": r[1], "sequence": r[0], "turn_id": r[2], "type": r[3], "timestamp": r[4],
-                 "content": {"text": r[5], key[r[3]]: r[6]}} for r in rows]
 
     def user_message(self, message_id):
         """The user_message record carrying this message_id (archived or not), or None."""

@@ -9,10 +9,11 @@ from compozy import validate as v
 from compozy.errors import invalid
 from compozy.ids import validate_id
 from compozy.session.records.replay import fold_history
-from compozy.store import hookruns
+from compozy.store import historypage, hookruns
 from compozy.store.eventlog import ARCHIVE_FILTERS, DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 
 EVENT_FILTERS = ("after_sequence", "before_sequence", "turn_id", "type", "limit", "archive")
+HISTORY_FILTERS = ("after_sequence", "before_sequence", "limit", "archive")
 IDLE_TICK_SECONDS = 1.0  # how often an idle follower wakes: a stream notices a gone viewer this soon
 TURN_ENDS = ("done", "error")
 MAX_ANSWER_CHARS = 64 * 1024
@@ -46,9 +47,14 @@ def read_events(log, query):
 
 
 def read_history(log, query):
+    """A page of whole messages, placed by their first event's sequence (docs/decisions.md)."""
     query = dict(query or {})
-    _check_filters(query, ("archive",))
-    return {"messages": fold_history(log.history_records(_archive(query)))}
+    _check_filters(query, HISTORY_FILTERS)
+    after = v.query_int(query.get("after_sequence"), "after_sequence")
+    before = v.query_int(query.get("before_sequence"), "before_sequence")
+    limit = v.query_int(query.get("limit"), "limit", 1, MAX_READ_LIMIT) or DEFAULT_READ_LIMIT
+    records, page = historypage.page(log, _archive(query), after, before, limit)
+    return {"messages": fold_history(records), "page": page}
 
 
 def follow(log, feed, after, until=None, tick=IDLE_TICK_SECONDS):
