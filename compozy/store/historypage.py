@@ -65,7 +65,7 @@ def _tail(db, archive, before, last):
 def _oldest(db, archive, after, before, limit):
     """The oldest `limit` messages beginning after `after` (and before `before`):
     (rows, starts, older exist, newer exist)."""
-    previous = next(_rows(db, archive, after + 1, descending=True), None)
+    previous = next(_rows(db, archive, min(after + 1, SQLITE_MAX), descending=True), None)
     older, rows, starts = previous is not None, [], []
     for row in _rows(db, archive, after, descending=False):
         start = not _continues(row, previous)

@@ -79,3 +79,10 @@ def test_a_page_reads_rows_near_its_cursor(tmp_path, monkeypatch):
     records, page = historypage.page(log, limit=4)
     assert len(fold_history(records)) == 4 and page["has_more"]
     assert len(fetched) < 4 * 6 + historypage.FIRST_BATCH * 2
+
+
+@pytest.mark.parametrize("cursor", [{"after_sequence": 2**63 - 1}, {"before_sequence": 0},
+                                    {"after_sequence": 0, "before_sequence": 0}])
+def test_cursors_at_the_ends_answer_an_empty_page(tmp_path, cursor):
+    records, page = historypage.page(_log(tmp_path), **cursor)
+    assert records == [] and page["before_sequence"] is None and page["after_sequence"] is None

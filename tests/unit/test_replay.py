@@ -95,7 +95,7 @@ def test_the_carried_context_comes_once_before_the_session_s_own_transcript_and_
     assert [e["text"] for e in block] == ["old", "[3 earlier messages omitted to fit the context budget]",
                                           "new", "echo: new"]
     assert "This session forks sess_src (agent: general)." in text
-    assert "compozy__session_history (session_id: sess_src)" in text and summary["omitted_count"] == 3
+    assert "compozy__session_history (session_id: sess_src; after_sequence: 0" in text and summary["omitted_count"] == 3
 
 
 def test_an_empty_carried_context_changes_nothing():

@@ -22,7 +22,7 @@ INSTRUCTIONS = ("Continue this session using the persisted transcript below. It 
                 "acting on the transcript.")
 ATTACHMENTS = " Attachments listed in the transcript were not copied to this session."
 HISTORY_POINTER = (" Earlier messages were omitted; read them on demand with compozy__session_history "
-                   "(session_id: {}).")
+                   "(session_id: {}; after_sequence: 0 for the oldest page, then page.after_sequence).")
 LEADS = {"continue": "This session continues {} (agent: {}).", "fork": "This session forks {} (agent: {})."}
 
 
