@@ -163,7 +163,7 @@ CREATE_FIELDS = {
     "workspace_path": text(max_length=4096),
     "parent_session_id": text(max_length=64),
     "lineage_kind": text(max_length=32),
-    "type": text(choices=tuple(SessionType)),  # only user is created publicly (creation.py says why)
+    "type": text(choices=(SessionType.USER.value,)),  # the daemon makes the other types itself (creation.py)
 }
 PROMPT_FIELDS = {"message": text(required=True), "message_id": text(), "idempotency_key": text(),
                  "runtime": mapping(fields=RUNTIME_FIELDS), "mode": text(choices=tuple(BusyMode)),

@@ -16,9 +16,6 @@ def create_session(body, *, config, workspaces, store, caller=None, spawn=None, 
     governed child (compozy.session.lifecycle.children), which makes it a `spawned` session. session_type:
     the daemon's other own creations pass theirs; a body may only ask for a user session."""
     body = v.check_body(body, v.CREATE_FIELDS)
-    if body.get("type", SessionType.USER) != SessionType.USER:
-        raise invalid(f"{body['type']} sessions are created by the daemon itself; create makes user sessions",
-                      field="type")
     if ("workspace" in body) == ("workspace_path" in body):
         raise invalid("give exactly one of workspace or workspace_path")
     if "name" in body and not body["name"].strip():
