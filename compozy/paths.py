@@ -3,8 +3,10 @@
 Layer 1: imports only layer 0. Every path under $COMPOZY_HOME is built here.
 """
 
+import http.client
 import json
 import os
+import socket
 import stat
 import threading
 from pathlib import Path
@@ -153,3 +155,20 @@ def read_daemon_file(home):
             return json.load(handle)
     except (FileNotFoundError, ValueError):
         return None
+
+
+class UnixConnection(http.client.HTTPConnection):
+    """HTTP to a daemon over its Unix socket; refuses a socket owned by another user."""
+
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self):
+        owner = os.stat(self.socket_path).st_uid
+        if owner != os.geteuid():  # someone else's socket would hear our prompts: never talk to it
+            raise ConnectionRefusedError(f"the socket {self.socket_path} belongs to uid {owner}, not to you")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self.socket_path)
+        self.sock = sock

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from compozy.cli.client import UnixConnection
+from compozy.paths import UnixConnection
 from compozy.errors import ERRORS, TOP_LEVEL_FIELDS
 from tests.harness.daemon import DaemonProcess
 

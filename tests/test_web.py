@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from compozy.cli.client import Client, UnixConnection
+from compozy.cli.client import Client
+from compozy.paths import UnixConnection
 from tests.harness import browser
 from tests.harness.daemon import DaemonProcess
 

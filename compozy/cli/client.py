@@ -14,19 +14,9 @@ from compozy.api import PARAMETER
 from compozy.errors import ERRORS, CompozyError
 
 
-class UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout):
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = path
-
-    def connect(self):
-        owner = os.stat(self.socket_path).st_uid
-        if owner != os.geteuid():  # someone else's socket would hear our prompts: never talk to it
-            raise ConnectionRefusedError(f"the socket {self.socket_path} belongs to uid {owner}, not to you")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self.socket_path)
-        self.sock = sock
+def _unix_connection(path, timeout):
+    from compozy.paths import UnixConnection
+    return UnixConnection(path, timeout)
 
 
 def resolve_url(url=None, home=None):
@@ -43,7 +33,7 @@ class Client:
         parts = urlsplit(url)
         self.over_tcp = parts.scheme == "http"
         if parts.scheme == "unix":
-            self._connect = lambda timeout: UnixConnection(parts.path, timeout)
+            self._connect = lambda timeout: _unix_connection(parts.path, timeout)
         elif parts.scheme == "http":
             self._connect = lambda timeout: http.client.HTTPConnection(parts.hostname, parts.port or 80,
                                                                        timeout=timeout)

@@ -11,7 +11,7 @@ from werkzeug.exceptions import HTTPException
 from compozy import __version__, api
 from compozy.config import SETTINGS_BY_NAME
 from compozy.errors import CompozyError, error_body
-from compozy.http import guards, page, routes, tool_server
+from compozy.http import guards, page, profiles, routes, tool_server
 from compozy.http.sse import EXTENSION, StreamSlots
 from compozy.http.openapi import openapi
 
@@ -46,6 +46,8 @@ def create_app(manager, port=None, token=None, remote_names=(), max_streams=MAX_
         if token and not request.environ.get(UNIX_SOCKET) and not request.path.startswith(api.TOOL_SERVER_PATH):
             guards.check_token(token)  # over TCP; the owner-only socket and a binding's own secret need none
         guards.check_body_limits()
+        if profiles.wanted():
+            return profiles.relay(manager.home.root)
 
     app.register_error_handler(CompozyError, _compozy_error)
     app.register_error_handler(HTTPException, _http_error)

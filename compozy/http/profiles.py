@@ -1,0 +1,63 @@
+"""`?profile=NAME` over HTTP: the request relayed to that profile's daemon over its Unix socket.
+
+Layer 6 (surface). A profile is a home of its own at $COMPOZY_HOME/profiles/NAME with its own
+daemon (`compozy --profile NAME daemon start`). The main daemon checks the request as usual (Host,
+Origin, token, body size), then passes it on without the `profile` parameter and streams the
+answer back as is; when that daemon is not running the answer is `daemon_unavailable`.
+"""
+
+import re
+from urllib.parse import parse_qsl, urlencode
+
+from flask import Response, request
+
+from compozy.errors import CompozyError, invalid
+from compozy.paths import Home, UnixConnection
+
+PROFILE = "profile"
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host",
+              "authorization", "proxy-authorization", "content-length",
+              "origin", "sec-fetch-site"}  # checked here already; the profile's daemon has its own port
+CHUNK = 64 * 1024
+
+
+def wanted():
+    return PROFILE in request.args
+
+
+def relay(home_root):
+    name = request.args.get(PROFILE, "")
+    if not PROFILE_NAME.fullmatch(name):
+        raise invalid("a profile name is letters, digits, _ and - (at most 64)", field=PROFILE)
+    connection = UnixConnection(str(Home(home_root / "profiles" / name).socket_file), None)
+    try:
+        connection.request(request.method, _forwarded_path(), body=request.get_data(), headers=_headers())
+        answer = connection.getresponse()
+    except OSError:
+        connection.close()
+        raise CompozyError("daemon_unavailable", f"profile {name!r} has no running daemon; start it with "
+                           f"`compozy --profile {name} daemon start`", profile=name) from None
+    headers = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP]
+    return Response(_body(connection, answer), status=answer.status, headers=headers, direct_passthrough=True)
+
+
+def _forwarded_path():
+    query = [(k, v) for k, v in parse_qsl(request.query_string.decode("latin-1"), keep_blank_values=True)
+             if k != PROFILE]
+    return request.path + ("?" + urlencode(query) if query else "")
+
+
+def _headers():
+    return {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+
+
+def _body(connection, answer):
+    try:
+        while True:
+            data = answer.read1(CHUNK)
+            if not data:
+                return
+            yield data
+    finally:
+        connection.close()

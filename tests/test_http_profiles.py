@@ -1,0 +1,55 @@
+"""HTTP `?profile=NAME` on the main daemon: relayed to the profile's own daemon over its socket, or
+`daemon_unavailable` naming the command that starts it. A real main daemon and a real profile daemon."""
+
+import json
+import urllib.error
+import urllib.request
+
+from tests.harness.cli import run_cli
+from tests.test_daemon import terminate_pid
+
+
+def call(daemon, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(daemon.http_url + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+
+
+def test_profile_requests_are_relayed_to_the_profiles_daemon(daemon, workspace):
+    home = daemon.home
+    status, body = call(daemon, "GET", "/api/sessions?profile=work")
+    assert (status, body["code"]) == (503, "daemon_unavailable")
+    assert "compozy --profile work daemon start" in body["error"]
+    status, body = call(daemon, "GET", "/api/sessions?profile=..%2Fx")
+    assert (status, body["code"]) == (400, "invalid_request")
+    pid = None
+    try:
+        started = run_cli(home, "--profile", "work", "daemon", "start")
+        assert started.returncode == 0, started.stdout + started.stderr
+        pid = json.loads((home / "profiles" / "work" / "daemon.json").read_text())["pid"]
+        # A write through the main daemon lands in the profile's home; the main daemon's own list stays empty.
+        status, body = call(daemon, "POST", "/api/sessions?profile=work", {"workspace_path": str(workspace)})
+        assert status == 201, body
+        sid = body["session"]["id"]
+        assert (home / "profiles" / "work" / "sessions" / sid).is_dir()
+        assert run_cli(home, "--profile", "work", "session", "list", "-q").stdout.split() == [sid]
+        status, body = call(daemon, "GET", "/api/sessions?profile=work&limit=5")
+        assert status == 200 and [s["id"] for s in body["sessions"]] == [sid]
+        status, body = call(daemon, "GET", "/api/sessions")
+        assert status == 200 and body["sessions"] == []
+        # Errors of the profile's daemon come back as they are.
+        status, body = call(daemon, "GET", "/api/sessions/sess_nope?profile=work")
+        assert status == 404 and body["code"] == "session_not_found"
+        # A stream is relayed as it is written.
+        with urllib.request.urlopen(daemon.http_url + "/api/sessions/stream?profile=work", timeout=60) as stream:
+            assert stream.headers["Content-Type"].startswith("text/event-stream")
+            lines = [stream.readline() for _ in range(2)]
+            assert any(sid.encode() in line or line.startswith((b"event:", b"data:", b":")) for line in lines), lines
+    finally:
+        if pid is not None:
+            terminate_pid(pid)
