@@ -79,6 +79,22 @@ def _oldest(db, archive, after, before, limit):
     return rows, starts, older, False
 
 
+def _records(rows):
+    """One record per message, its chunks' text joined: fold_history answers the same, at a record
+    per message instead of one per chunk."""
+    records, texts, previous = [], [], None
+    for row in rows:
+        if not _continues(row, previous):
+            records.append({"id": row[1], "sequence": row[0], "turn_id": row[2], "type": row[3],
+                            "timestamp": row[4], "content": {KEYS[row[3]]: row[6]}})
+            texts.append([])
+        texts[-1].append(row[5])
+        previous = row
+    for record, parts in zip(records, texts):
+        record["content"]["text"] = "".join(parts)
+    return records
+
+
 def page(log, archive="active", after_sequence=None, before_sequence=None, limit=200):
     """(records, page) of whole messages: the oldest `limit` after after_sequence, else the newest
     `limit` before before_sequence (else of the session). A message is placed by its first event's
@@ -93,7 +109,5 @@ def page(log, archive="active", after_sequence=None, before_sequence=None, limit
             if rows and before_sequence is not None:
                 tail, newer = _tail(db, archive, before, rows[-1])
                 rows += tail
-    records = [{"id": r[1], "sequence": r[0], "turn_id": r[2], "type": r[3], "timestamp": r[4],
-                "content": {"text": r[5], KEYS[r[3]]: r[6]}} for r in rows]
-    return records, {"has_more": older, "before_sequence": starts[0] if starts else None,
+    return _records(rows), {"has_more": older, "before_sequence": starts[0] if starts else None,
                      "has_newer": newer, "after_sequence": starts[-1] if starts else None}
