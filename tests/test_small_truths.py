@@ -7,36 +7,13 @@ import re
 import tomllib
 from pathlib import Path
 
-import pytest
-
-from compozy.cli.client import Client
 from compozy.config import builtin_agents, builtin_providers, from_document
 from compozy.http.routes import quoted_string
 from compozy import paths
-from tests.harness.daemon import DaemonProcess
 from tests.test_streams import Viewer, spath
 
 ROOT = Path(__file__).resolve().parents[1]
 QUOTED_STRING = re.compile(r'^"(?:[^"\\\x00-\x1f\x7f]|\\.)*"$')
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    daemon = DaemonProcess(tmp_path_factory.mktemp("truths") / "home")
-    try:
-        yield daemon.start()
-    finally:
-        daemon.stop()
-
-
-@pytest.fixture
-def api(served):
-    return Client(served.http_url, timeout=60)
-
-
-@pytest.fixture
-def port(served):
-    return int(served.http_url.rsplit(":", 1)[1])
 
 
 def test_a_bad_after_sequence_is_named_as_after_sequence(api, port, workspace):

@@ -11,28 +11,7 @@ import time
 import pytest
 
 from compozy.cli.client import Client
-from tests.harness.daemon import DaemonProcess
 from tests.harness.sse import Viewer
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """One real daemon for the module; every test makes its own session in its own workspace."""
-    daemon = DaemonProcess(tmp_path_factory.mktemp("streams") / "home")
-    try:
-        yield daemon.start()
-    finally:
-        daemon.stop()
-
-
-@pytest.fixture
-def api(served):
-    return Client(served.http_url, timeout=60)
-
-
-@pytest.fixture
-def port(served):
-    return int(served.http_url.rsplit(":", 1)[1])
 
 
 @pytest.fixture

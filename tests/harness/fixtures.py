@@ -2,6 +2,7 @@
 
 import pytest
 
+from compozy.cli.client import Client
 from tests.harness.daemon import DaemonProcess
 
 
@@ -26,3 +27,23 @@ def daemon(home):
     process = DaemonProcess(home).start()
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, request):
+    """One real daemon for a whole test module; every test makes its own sessions."""
+    daemon = DaemonProcess(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "home")
+    try:
+        yield daemon.start()
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture
+def api(served):
+    return Client(served.http_url, timeout=60)
+
+
+@pytest.fixture
+def port(served):
+    return int(served.http_url.rsplit(":", 1)[1])
