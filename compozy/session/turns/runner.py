@@ -115,6 +115,8 @@ class Runner:
         except BindFailure as failure:
             turn.bind_error = failure.error
             self._refused(session, turn, failure.error, failure.failure_kind)
+            with session.lock:  # no longer current before the refusal is answered: a retry is not busy input
+                self._advance(session, turn)
             return
         runtime = session.runtime
         session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id,
