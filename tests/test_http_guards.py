@@ -308,3 +308,20 @@ def test_traversal_ids_never_create_files(served, tmp_path):
     assert tree(outside) - before_outside == set()
     assert not os.path.lexists(served.home.parent.parent / "escape")
     assert not os.path.lexists(served.home / "escape")
+
+
+@pytest.mark.parametrize("method, path, code", [
+    ("GET", "/api/sessions/..%2Fx", "session_not_found"),
+    ("GET", "/api/workspaces/{ws}/sessions/..%2Fx/status", "session_not_found"),
+    ("GET", "/api/workspaces/{ws}/sessions/..%2f..%2Fescape/events?limit=1", "session_not_found"),
+    ("GET", "/api/workspaces/a%2Fb/sessions/{sid}/status", "workspace_not_found"),
+    ("DELETE", "/api/workspaces/{ws}/sessions/{sid}/prompt/queue/..%2Fx", "queue_entry_not_found"),
+])
+def test_an_id_with_an_encoded_slash_gets_its_operations_answer(served, method, path, code):
+    """`compozy session status ../x` sends ..%2Fx: one path segment, answered like any other bad ID
+    (the server once decoded the slash before routing, and no route matched: endpoint_not_found)."""
+    created = send(served, "POST", "/api/sessions", json.dumps({"workspace_path": str(served.workspace)}),
+                   headers=JSON).json["session"]
+    answer = send(served, method, path.format(ws=created["workspace_id"], sid=created["id"]))
+    assert_error(answer, 404, code)
+    assert "/" in answer.json["error"], answer.json  # the ID as the client meant it, slash decoded

@@ -12,6 +12,7 @@ from compozy import __version__, api
 from compozy.config import SETTINGS_BY_NAME
 from compozy.errors import CompozyError, error_body
 from compozy.http import guards, page, profiles, routes, tool_server
+from compozy.http.slashes import route_encoded_slashes
 from compozy.http.sse import EXTENSION, StreamSlots
 from compozy.http.openapi import openapi
 
@@ -52,6 +53,7 @@ def create_app(manager, port=None, token=None, remote_names=(), max_streams=MAX_
     app.register_error_handler(CompozyError, _compozy_error)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
+    app.wsgi_app = route_encoded_slashes(app.wsgi_app)
     return app
 
 

@@ -10,6 +10,7 @@ from flask import Response, jsonify, request
 from compozy.api import SECRET_HEADER, SESSION_HEADER
 from compozy.errors import invalid
 from compozy.http.guards import json_body, query_args
+from compozy.http.slashes import restore
 from compozy.http.sse import batches_as_pairs, sse_response, wants_stream
 from compozy.serialize import JSONText
 from compozy.validate import query_int
@@ -62,7 +63,7 @@ def view(manager, operation, handler=None):
     handler = handler or SPECIAL.get(operation.name, call)
 
     def handle(**params):
-        return respond(operation, handler(manager, operation, params))
+        return respond(operation, handler(manager, operation, restore(params)))
     handle.__name__ = operation.name
     return handle
 
