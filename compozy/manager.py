@@ -281,10 +281,10 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def stop_session(self, session_id, workspace, body=None):
+    def stop_session(self, session_id, workspace, body=None, caller_id=None):
         """Per the seed: accepted (wait false), the outcome (wait true), or the legacy answer (wait omitted)."""
         session = self._session(session_id, workspace)
-        kind, document = lifecycle.stop(self.stopper, session, body)
+        kind, document = lifecycle.stop(self.stopper, session, body, caller_id)
         if kind == StopAnswer.STOPPED:
             document = {"session": self._resource(session.record, precise=True)}
         return serialize.Answer(kind, document)

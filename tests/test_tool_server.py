@@ -103,6 +103,29 @@ def test_a_prompt_with_wait_answers_the_turn_over_the_relay(daemon, api, workspa
         "text": "chunk 1 chunk 2 echo: slowly", "truncated": False}
 
 
+def test_a_parent_stops_its_own_spawned_child_and_no_other(daemon, api, workspace):
+    """A spawned child is daemon-managed: users and other sessions' agents get session_daemon_managed,
+    but the agent that spawned it may end it with compozy__session_stop before its TTL does."""
+    parent, parent_secret = bound(api, workspace, "parent")
+    other, other_secret = bound(api, workspace, "other")
+    try:
+        _, (spawned,) = use(daemon.http_url + TOOL_SERVER_PATH + parent_secret, (
+            "compozy__session_create", {"name": "child", "spawn": {"ttl": "30m"}}))
+        child = spawned.structured_content["session"]
+        _, (by_other,) = use(daemon.http_url + TOOL_SERVER_PATH + other_secret, (
+            "compozy__session_stop", {"session_id": child["id"], "wait": True}))
+        _, (by_parent,) = use(relay(daemon, parent_secret), (
+            "compozy__session_stop", {"session_id": child["id"], "wait": True}))
+    finally:
+        stop(api, parent)
+        stop(api, other)
+    assert by_other.is_error and by_other.structured_content["code"] == "session_daemon_managed"
+    assert not by_parent.is_error, by_parent.structured_content
+    assert by_parent.structured_content == {**by_parent.structured_content, "state": "stopped", "verified": True}
+    stopped = api.call("GET", spath(child))[1]["session"]
+    assert (stopped["state"], stopped["stop_detail"]) == ("stopped", f"stopped by its parent session {parent['id']}")
+
+
 def test_a_secret_stops_working_when_its_binding_ends(daemon, api, workspace):
     caller, secret = bound(api, workspace)
     use(daemon.http_url + TOOL_SERVER_PATH + secret, ("compozy__session_describe", {}))

@@ -4,8 +4,9 @@ as the bound agent that calls them, with the documents and error bodies of the H
 Layer 6 (surface). A call is the operation itself: the caller's workspace fills the workspace (so a
 session of another workspace is session_not_found, as on a scoped route), the target defaults to
 the caller where the tool allows it, and the façade method the table names does the work. The
-governed rules live here: no tool stops, prompts or archives its own caller; every call is decided
-by the permission mode (reads as reads, anything else as an edit) before it runs.
+governed rules live here: no tool stops, prompts or archives its own caller (a stop names its caller,
+who may stop its own spawned children); every call is decided by the permission mode (reads as
+reads, anything else as an edit) before it runs.
 """
 
 import hashlib
@@ -101,4 +102,6 @@ def _keywords(operation, caller, target, fields):
         keywords["query"] = fields
     if api.SESSION_HEADER in operation.headers:
         keywords["identity"] = (caller.id, caller.secret)
+    if operation.tool.name == "compozy__session_stop":
+        keywords["caller_id"] = caller.id  # a parent's agent may stop its own spawned children
     return keywords

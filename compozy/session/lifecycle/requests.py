@@ -7,19 +7,23 @@ archived, unless the request asks to stop it first through the normal ladder.
 from compozy import validate as v
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
-from compozy.session.records.governed import refuse_user_action
+from compozy.session.records.governed import is_spawned_child_of, refuse_user_action
 from compozy.states import SessionState, StopAnswer, StopCause
 
 LEGACY_STOP_WARNING = ("POST .../stop without an explicit wait is deprecated and will be removed in v0.5.0; "
                        "send {\"wait\": true} or {\"wait\": false}")
 
 
-def stop(stopper, session, body):
-    """(StopAnswer, document): accepted, the outcome, already stopped (no document), or legacy."""
+def stop(stopper, session, body, caller_id=None):
+    """(StopAnswer, document): accepted, the outcome, already stopped (no document), or legacy.
+    caller_id: the session whose agent asks (the native stop tool); it may stop its own spawned children."""
     body = v.check_body(body, v.STOP_FIELDS)
-    refuse_user_action(session.record, "stopped")
+    by_parent = caller_id is not None and is_spawned_child_of(session.record, caller_id)
+    if not by_parent:
+        refuse_user_action(session.record, "stopped")
     wait = body.get("wait")
-    outcome, accepted = stopper.request(session, StopCause.USER, wait=wait is not False)
+    detail = f"stopped by its parent session {caller_id}" if by_parent else None
+    outcome, accepted = stopper.request(session, StopCause.USER, wait=wait is not False, detail=detail)
     if not accepted:
         return (StopAnswer.STOPPED, None) if wait is False else (StopAnswer.OUTCOME, outcome)
     if wait is None:

@@ -16,6 +16,11 @@ def is_daemon_managed(record):
     return record.type in DAEMON_MANAGED
 
 
+def is_spawned_child_of(record, parent_id):
+    """A governed child of that parent: the one session besides the daemon that may stop it."""
+    return record.type == SessionType.SPAWNED and (record.lineage or {}).get("parent_session_id") == parent_id
+
+
 def refuse_user_action(record, action):
     """Users do not stop, remove (or attach, rename, clear) a daemon-managed session: the daemon owns it."""
     if is_daemon_managed(record):
