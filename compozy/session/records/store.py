@@ -39,9 +39,7 @@ class SessionStore:
         catalog row (the seed's creation steps 2-4)."""
         directory = self.home.session_dir(record.id)
         make_private_dir(directory)
-        events = self.logs.get(record.id, record.workspace_id).create()
-        if carried is not None:
-            events.set_carried(carried)
+        self.logs.get(record.id, record.workspace_id).create(carried)
         self.save(record, touch=False)
         return record
 
