@@ -61,7 +61,14 @@ def new_ids(kind, count):
             first = int.from_bytes(os.urandom(10), "big")
         _last[0], _last[1] = millis, (first + count - 1) & mask
     base = millis << 80
-    return [f"{kind}_{_encode(base | ((first + i) & mask))}" for i in range(count)]
+    ids, head, prefix = [], None, ""
+    for i in range(count):
+        value = base | ((first + i) & mask)
+        if value >> 20 != head:  # the first 22 characters change once in 2**20 consecutive IDs
+            head = value >> 20
+            prefix = f"{kind}_{_encode(head << 20)[:22]}"
+        ids.append(prefix + _PAIRS[(value >> 10) & 1023] + _PAIRS[value & 1023])
+    return ids
 
 
 def _encode(value):

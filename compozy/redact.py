@@ -6,6 +6,7 @@ KEY, TOKEN, SECRET or PASSWORD (case-insensitive), plus anything shaped like a c
 
 import os
 import re
+from json.encoder import encode_basestring_ascii as _quote
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 REPLACEMENT = "[redacted]"
@@ -66,6 +67,23 @@ def redact_values(value, secrets):
     if isinstance(value, list):
         return [redact_values(item, secrets) for item in value]
     return value
+
+
+class EncodedRedaction:
+    """redact_values for documents whose JSON text (ensure_ascii) is at hand: that encoding maps each
+    character on its own, so a secret inside any string of a document shows in its text as the secret's
+    own encoding. A document whose text shows none is kept as is, without walking it."""
+
+    def __init__(self, secrets, encode):
+        self.secrets, self.encode = secrets, encode
+        self._encoded = [_quote(secret)[1:-1] for secret in secrets]
+
+    def apply(self, value, text):
+        """(value, text) with the secret values redacted; text is encode(value)."""
+        if not any(secret in text for secret in self._encoded):
+            return value, text
+        value = redact_values(value, self.secrets)
+        return value, self.encode(value)
 
 
 def redact(text, extra_env=None):

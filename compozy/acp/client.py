@@ -116,12 +116,12 @@ class AgentClient:
 
     # -- what the agent sends (called on its reader thread) -------------------------------------
 
-    def on_updates(self, notifications):
+    def on_updates(self, updates):
+        """updates: the params of consecutive session/update notifications."""
         if self.loading:
             return  # session/load replays history we already hold
         events = []
-        for notification in notifications:
-            params = notification.params
+        for params in updates:
             if params.get("sessionId") != self.acp_session_id:
                 log.warning("%s: dropped an update for foreign ACP session %r", self.label,
                             str(params.get("sessionId"))[:80])

@@ -20,7 +20,7 @@ from pexpect.spawnbase import SpawnBase
 
 from compozy import proc
 from compozy.acp import protocol
-from compozy.acp.protocol import Notification, ProtocolIssue, Request, Response
+from compozy.acp.protocol import ProtocolIssue, Request, Response
 
 log = logging.getLogger("compozy.acp")
 
@@ -93,7 +93,7 @@ class AgentSpawn(PopenSpawn):
 
 
 class AgentProcess:
-    """A running agent. handler receives on_updates(list), on_request(Request),
+    """A running agent. handler receives on_updates(list of session/update params), on_request(Request),
     on_notification(Notification), on_issue(ProtocolIssue) and on_exit(process)."""
 
     def __init__(self, argv, cwd, env, handler, marker=None, label="agent"):
@@ -283,10 +283,10 @@ class AgentProcess:
     def _dispatch_lines(self, lines):
         updates = []
         for line in lines:
-            message = line if isinstance(line, ProtocolIssue) else protocol.parse_line(line)
+            message = line if isinstance(line, ProtocolIssue) else protocol.parse_output_line(line)
             if message is None:
                 continue
-            if isinstance(message, Notification) and message.method == "session/update":
+            if message.__class__ is dict:  # a session/update's params
                 updates.append(message)  # consecutive updates are committed together
                 continue
             self._flush(updates)

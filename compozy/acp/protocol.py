@@ -29,9 +29,13 @@ AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
 
 JSONRPC_VERSION = "2.0"
+SESSION_UPDATE = "session/update"  # an agent's output notification
 EXCERPT_LIMIT = 200
 _READ_SIZE = 64 * 1024
-_WHITESPACE = b" \t\r\n"
+_WHITESPACE = b" \t\r\n"  # what JSON may have around a value (and json.loads skips)
+# json.loads without its per-call layers (a third of a short line's decoding): the text is stripped, so
+# a line is one value exactly when the scan ends at its end.
+_scan = json.JSONDecoder().scan_once
 
 
 def encode(message: dict) -> bytes:
@@ -119,15 +123,44 @@ def _printable(raw: bytes) -> str:
 
 def parse_line(line: bytes) -> Message | ProtocolIssue | None:
     """Classify one line; None for a blank line."""
+    return _classified(*_decoded(line))
+
+
+def parse_output_line(line: bytes) -> Message | ProtocolIssue | dict | None:
+    """parse_line for the agent's output, where a session/update notification (nearly every line of
+    a turn) comes as its params dict: the same check as parse_line's, with no Notification around it."""
+    payload, stripped = _decoded(line)
+    if payload.__class__ is dict and payload.get("method") == SESSION_UPDATE and "id" not in payload \
+            and payload.get("jsonrpc") == JSONRPC_VERSION and "result" not in payload and "error" not in payload:
+        params = payload.get("params")
+        if params is None or params.__class__ is dict:
+            return params or {}
+    return _classified(payload, stripped)
+
+
+def _decoded(line: bytes):
+    """(the line's JSON value, the stripped line); (a ProtocolIssue, ...) for one that is no JSON, (None, b"")
+    for a blank line."""
     stripped = line.strip(_WHITESPACE)
     if not stripped:
-        return None
+        return None, stripped
     try:
-        payload = json.loads(stripped.decode("utf-8"))
+        text = stripped.decode("utf-8")
+        payload, end = _scan(text, 0)
     except UnicodeDecodeError:
-        return ProtocolIssue("invalid_utf8", excerpt(stripped))
-    except (ValueError, RecursionError):
-        return ProtocolIssue("not_json", excerpt(stripped))
+        return ProtocolIssue("invalid_utf8", excerpt(stripped)), stripped
+    except (ValueError, RecursionError, StopIteration):  # StopIteration: no JSON value at all
+        return ProtocolIssue("not_json", excerpt(stripped)), stripped
+    if end != len(text):  # more after the value (json.loads: "Extra data")
+        return ProtocolIssue("not_json", excerpt(stripped)), stripped
+    return payload, stripped
+
+
+def _classified(payload, stripped: bytes) -> Message | ProtocolIssue | None:
+    if payload is None and not stripped:
+        return None
+    if isinstance(payload, ProtocolIssue):
+        return payload
     if not isinstance(payload, dict):
         return ProtocolIssue("not_object", excerpt(stripped))
     message = _classify(payload)
@@ -217,14 +250,14 @@ class LineSplitter:
     def feed(self, data: bytes) -> list[bytes | ProtocolIssue]:
         """Complete lines (without the newline) and issues, in stream order."""
         out: list[bytes | ProtocolIssue] = []
-        start = 0
-        newline = data.find(b"\n")
-        while newline >= 0:
-            self._add(data[start:newline], out, line_ends=True)
-            start = newline + 1
-            newline = data.find(b"\n", start)
-        if start < len(data):
-            self._add(data[start:], out, line_ends=False)
+        *lines, rest = data.split(b"\n")
+        for line in lines:
+            if self._pending or self._discarding or len(line) > self.max_line_bytes:
+                self._add(line, out, line_ends=True)
+            else:  # a whole line in this piece: as _add would give it, without the copies
+                out.append(line)
+        if rest:
+            self._add(rest, out, line_ends=False)
         return out
 
     def finish(self) -> list[ProtocolIssue]:

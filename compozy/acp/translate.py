@@ -34,11 +34,13 @@ def translate(update):
 
 def _chunk(kind):
     def handle(update):
-        content = {"text": block_text(update.get("content"))}
+        block = update.get("content")
+        plain = block.__class__ is dict and block.get("type") == "text"  # nearly every chunk
+        content = {"text": str(block.get("text", "")) if plain else block_text(block)}
         if update.get("messageId"):
             content["agent_message_id"] = update["messageId"]
-        if isinstance(update.get("content"), dict) and update["content"].get("type") not in (None, "text"):
-            content["block"] = update["content"]
+        if not plain and isinstance(block, dict) and block.get("type") is not None:
+            content["block"] = block
         return kind, content
     return handle
 

@@ -131,8 +131,8 @@ def _error_from(status, document):
 
 def _parse_sse(response):
     event, data = "message", []
-    for raw in response:
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+    for raw in _lines(response):
+        line = raw.decode("utf-8", "replace").rstrip("\r")
         if not line:
             if data:
                 yield event, _decode("\n".join(data).encode())
@@ -143,3 +143,15 @@ def _parse_sse(response):
             event = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].lstrip())
+
+
+def _lines(response):
+    """The response's lines (without their newline) as they arrive: whatever the socket holds is read
+    at once and split here (reading it line by line through http.client cost more than the decoding)."""
+    tail = b""
+    while chunk := response.read1(65536):
+        lines = (tail + chunk).split(b"\n")
+        tail = lines.pop()
+        yield from lines
+    if tail:
+        yield tail

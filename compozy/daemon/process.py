@@ -16,6 +16,7 @@ from compozy import __version__
 from compozy.clock import now_iso
 from compozy.config import ConfigError
 from compozy.config import load as load_config
+from compozy.daemon import heap
 from compozy.daemon.listen import DaemonError, bind_tcp, bind_unix, close_servers, parse_listen, serve, url_host
 from compozy.daemon.logs import setup_logging
 from compozy.http.app import create_app
@@ -86,6 +87,7 @@ class Daemon:
         max_streams = config["daemon.max_streams"]
         app = create_app(manager, port, token=self.token, remote_names=remote_names(self.host), max_streams=max_streams)
         servers = serve(app, sockets, descriptors, max_streams)
+        heap.settle()
         self._install_signal_handlers()
         threading.Thread(target=self.serve_loop, args=(servers[0],), name="waitress", daemon=True).start()
         self.info = {"pid": os.getpid(), "http": url, "socket": str(self.socket_path), "started_at": now_iso(),

@@ -15,6 +15,8 @@ from collections import OrderedDict
 from flask import Response, current_app, request
 
 from compozy.errors import CompozyError
+from compozy.store.storedrecord import StoredRecord
+from compozy.text import compact_json
 
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 KEEPALIVE_SECONDS = 20.0
@@ -53,12 +55,13 @@ class _Slot:
             self._slots._release()
 
 
-_encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds an encoder per call with these
+_encode = compact_json
 SHARED_FRAMES = 1024
 
 
 class _Rendered:
-    """Frames of the newest published records, rendered once for every viewer of the same record."""
+    """Frames of the newest published items that are no StoredRecord (catalog changes), rendered once for
+    every viewer of the same item; a StoredRecord keeps its own JSON, built from its row's content text."""
 
     def __init__(self, capacity=SHARED_FRAMES):
         self._frames = OrderedDict()  # id(record) -> (record, frame); the record kept so its id stays its own
@@ -66,6 +69,8 @@ class _Rendered:
         self._lock = threading.Lock()
 
     def frame(self, event, data):
+        if data.__class__ is StoredRecord:
+            return frame(event, data)
         key = id(data)
         with self._lock:
             found = self._frames.get(key)
@@ -82,7 +87,8 @@ class _Rendered:
 def frame(event, data):
     sequence = data.get("sequence") if isinstance(data, dict) else None
     head = f"id: {sequence}\n" if sequence is not None else ""
-    return f"{head}event: {event}\ndata: {_encode(data)}\n\n"
+    text = data.json() if data.__class__ is StoredRecord else _encode(data)
+    return f"{head}event: {event}\ndata: {text}\n\n"
 
 
 RENDERED = _Rendered()

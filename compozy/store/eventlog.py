@@ -18,7 +18,9 @@ from compozy.clock import now_iso
 from compozy.ids import new_ids
 from compozy.paths import FILE_MODE, write_all
 from compozy.store.db import EVENT_STORE_PRAGMAS, open_sqlite
+from compozy.store.storedrecord import StoredRecord
 from compozy.store.transcriptrows import transcript_records
+from compozy.text import compact_json
 
 MAX_READ_LIMIT = 1000
 SQLITE_MAX = 2**63 - 1
@@ -37,7 +39,7 @@ TRIGGERS = (
 
 COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
-_encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds an encoder per call with these
+_encode = compact_json
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
           "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")
 
@@ -181,29 +183,29 @@ class EventLog:
     def is_open(self):
         return self._db is not None
 
-    def append(self, items):
-        """Commit (type, turn_id, content, agent_name) tuples as one transaction; return the records.
-
-        Nothing is visible to any reader before this returns: persist, then forward.
-        """
+    def append(self, items, texts=None):
+        """Commit (type, turn_id, content, agent_name) tuples as one transaction; return the records
+        (StoredRecord). texts: the contents' compact_json, when the caller has them. Nothing is visible
+        to any reader before this returns: persist, then forward."""
+        texts = texts if texts is not None else [_encode(content) for _, _, content, _ in items]
         with self._lock:
             try:
-                first, timestamp, rows = self._insert(items)
+                first, timestamp, rows = self._insert(items, texts)
             except sqlite3.IntegrityError:
                 # Another handle on this file appended since we counted; recount and retry once.
                 self._next_sequence = self._db.execute_sql("SELECT MAX(sequence) FROM events").fetchone()[0] + 1
-                first, timestamp, rows = self._insert(items)
+                first, timestamp, rows = self._insert(items, texts)
             self._next_sequence = first + len(rows)  # only after the commit succeeded
-        return [self._record(row[0], row[1], row[2], row[3], row[4], content, False, timestamp)
+        return [StoredRecord.of(self._record(row[0], row[1], row[2], row[3], row[4], content, False, row[6]), row[5])
                 for row, (_, _, content, _) in zip(rows, items)]
 
-    def _insert(self, items):
+    def _insert(self, items, texts):
         with self._write() as db:
             first = self._next_sequence
             timestamp = now_iso()
             ids = new_ids("evt", len(items))
-            rows = [(first + i, ids[i], turn_id, kind, agent_name, _encode(content), timestamp)
-                    for i, (kind, turn_id, content, agent_name) in enumerate(items)]
+            rows = [(first + i, ids[i], turn_id, kind, agent_name, texts[i], timestamp)
+                    for i, (kind, turn_id, _, agent_name) in enumerate(items)]
             db.cursor().executemany(INSERT, rows)
         return first, timestamp, rows
 

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 from compozy import serialize
 from compozy.clock import iso_from_epoch, now_iso
-from compozy.redact import known_secret_values, redact_values
+from compozy.redact import EncodedRedaction, known_secret_values
 from compozy.session.records.feed import Feed, attention_changed, catalog_changed
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
 from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS, RuntimeStatus
+from compozy.text import compact_json
 
 log = logging.getLogger("compozy.session")
 
@@ -122,9 +123,10 @@ class LiveSession:
         daemon knows (its environment, the agent's provider env and binding identity) are redacted
         from every event but the user's own message, so no read can show them."""
         secrets = self._secrets()
-        items = [(kind, turn_id, content if kind == USER_MESSAGE else redact_values(content, secrets), agent)
-                 for kind, turn_id, content, agent in items]
-        records = self.log.append(items)
+        texts = [compact_json(content) for _, _, content, _ in items]
+        if secrets:
+            items, texts = _redacted(items, texts, EncodedRedaction(secrets, compact_json))
+        records = self.log.append(items, texts)
         self.feed.publish(records)
         self.services.observers.emit("appended", self, records)
         return records
@@ -281,6 +283,17 @@ class RuntimeEvents:
             turn.wake.set()
         self.session.services.observers.emit("agent_exited", self.session, runtime)
         self.lost_outside_turn(self.session, runtime)
+
+
+def _redacted(items, texts, redaction):
+    """The items and their content texts with the secret values redacted, but from the user's own message."""
+    redacted_items, redacted_texts = [], []
+    for (kind, turn_id, content, agent), text in zip(items, texts):
+        if kind != USER_MESSAGE:
+            content, text = redaction.apply(content, text)
+        redacted_items.append((kind, turn_id, content, agent))
+        redacted_texts.append(text)
+    return redacted_items, redacted_texts
 
 
 def _track_tool(turn, event):
