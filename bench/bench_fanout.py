@@ -7,72 +7,53 @@ the wall clock when its bytes reached the viewer minus the event's `timestamp` (
 batch is built, just before the commit: the figure includes the commit). Frames are parsed after
 the run, so the viewers' own parsing does not delay reading.
 
+The viewers run in VIEWER_PROCESSES processes of their own (bench/viewers.py: one thread and one
+selector each, raw sockets), not in threads of this process: 40 viewer threads sharing this
+process's GIL with the test measured their own queueing, not the daemon's (docs/performance.md).
+
 By default 20 sessions (40 viewers, 20 agent processes) keep the whole bench run under 10
 minutes; COMPOZY_BENCH_FULL=1 runs 100 sessions (100 reference agents: about 2 GB of RAM).
 """
 
-import http.client
 import json
 import statistics
+import subprocess
+import sys
 import threading
 import time
-from datetime import datetime
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from conftest import create_session, ms, percentile, session_path, sized, stream_prompt, table, verdict
 
 SESSIONS = sized(20, 100)
 VIEWERS = 2
+VIEWER_PROCESSES = 4
 CHUNKS = 200
 P99_TARGET_MS = 50.0
+VIEWERS_SCRIPT = Path(__file__).with_name("viewers.py")
 
 
-class Viewer(threading.Thread):
-    """Reads one SSE stream raw, stamping each read; stops at the turn's `done`."""
+class ViewerProcess:
+    """Some of the viewers, in a process of their own (bench/viewers.py)."""
 
-    def __init__(self, url, session, after):
-        super().__init__(daemon=True)
-        self.url, self.path = url, f"{session_path(session, 'stream')}?after_sequence={after}"
-        self.reads = []
-        self.ready = threading.Event()
-        self.error = None
+    def __init__(self, url, paths):
+        parts = urlsplit(url)
+        self.process = subprocess.Popen([sys.executable, str(VIEWERS_SCRIPT)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        self.process.stdin.write(json.dumps({"host": parts.hostname, "port": parts.port, "paths": paths}) + "\n")
+        self.process.stdin.close()
 
-    def run(self):
-        parts = urlsplit(self.url)
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
-        try:
-            connection.request("GET", self.path, headers={"Accept": "text/event-stream"})
-            response = connection.getresponse()
-            self.ready.set()
-            tail = b""
-            while True:
-                data = response.read1(65536)
-                if not data:
-                    break
-                self.reads.append((time.time(), data))
-                tail = (tail + data)[-4096:]
-                if b"event: done" in tail:
-                    break
-        except Exception as exc:  # noqa: BLE001 (reported by the test)
-            self.error = exc
-            self.ready.set()
-        finally:
-            connection.close()
+    def wait_ready(self):
+        line = self.process.stdout.readline()
+        assert line.strip() == "ready", f"viewer process failed to open its streams: {line!r}"
 
-    def frames(self):
-        """(sequence, type, latency seconds) per frame."""
-        found, buffer = [], b""
-        for stamp, data in self.reads:
-            buffer += data
-            *complete, buffer = buffer.split(b"\n\n")
-            for block in complete:
-                fields = dict(line.split(": ", 1) for line in block.decode().splitlines() if ": " in line)
-                if "data" not in fields or "id" not in fields:
-                    continue
-                record = json.loads(fields["data"])
-                committed = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp()
-                found.append((int(fields["id"]), fields.get("event"), stamp - committed))
-        return found
+    def results(self):
+        """Per viewer: {"frames": [[sequence, event, latency seconds], ...], "error": str | None}."""
+        with self.process.stdout:
+            output = self.process.stdout.read()
+        self.process.wait(60)
+        return json.loads(output)
 
 
 def test_fan_out(benchmark, client, daemon, workspace):
@@ -81,12 +62,14 @@ def test_fan_out(benchmark, client, daemon, workspace):
         stream_prompt(client, session, "hello")  # binds every agent first: spawning is not measured
     lasts = {s["id"]: client.call("GET", session_path(s, "events"), query={"limit": 1})[1]["events"][-1]["sequence"]
              for s in sessions}
-    viewers = {s["id"]: [Viewer(daemon.http_url, s, lasts[s["id"]]) for _ in range(VIEWERS)] for s in sessions}
-    for group in viewers.values():
-        for viewer in group:
-            viewer.start()
-            viewer.ready.wait(60)
+    streams = [(s["id"], f"{session_path(s, 'stream')}?after_sequence={lasts[s['id']]}")
+               for s in sessions for _ in range(VIEWERS)]
+    shares = [streams[index::VIEWER_PROCESSES] for index in range(VIEWER_PROCESSES)]
+    processes = [ViewerProcess(daemon.http_url, [path for _, path in share]) for share in shares if share]
+    for process in processes:
+        process.wait_ready()
     time.sleep(0.5)  # every stream is past its catch-up read
+    results = []
 
     def send_all():
         senders = [threading.Thread(target=client.call, args=("POST", session_path(s, "prompt"),
@@ -96,19 +79,17 @@ def test_fan_out(benchmark, client, daemon, workspace):
             sender.start()
         for sender in senders:
             sender.join()
-        for group in viewers.values():
-            for viewer in group:
-                viewer.join(300)
+        results.extend(process.results() for process in processes)
 
     started = time.perf_counter()
     benchmark.pedantic(send_all, rounds=1, iterations=1)
     elapsed = time.perf_counter() - started
 
     latencies, lost = [], 0
-    for session_id, group in viewers.items():
-        for viewer in group:
-            assert viewer.error is None, viewer.error
-            frames = viewer.frames()
+    for share, answers in zip((share for share in shares if share), results):
+        for (session_id, _), answer in zip(share, answers):
+            assert answer["error"] is None, answer["error"]
+            frames = answer["frames"]
             sequences = [f[0] for f in frames]
             expected = list(range(lasts[session_id] + 1, sequences[-1] + 1)) if sequences else []
             lost += len(set(expected) - set(sequences)) + (0 if frames and frames[-1][1] == "done" else 1)
