@@ -3,11 +3,9 @@
 Layer 2: pure functions over session records (their attributes) and catalog rows (dicts).
 """
 
-import copy
-import json
+from compozy.text import compact_json
 
 OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "derivation", "spawn", "auto_title")
-IDLE_SUPERVISION = {"work_signals": [], "sources": {}, "quiet_warning": None}
 
 
 def session_resource(record, overlay=None, max_sequence=0):
@@ -24,7 +22,7 @@ def session_resource(record, overlay=None, max_sequence=0):
         "lineage": _lineage(record.lineage or {}),
         "activity": overlay.get("activity") or record.activity or {"last_activity_at": None},
         "health": overlay.get("health") or health(record),
-        "supervision": overlay.get("supervision") or copy.deepcopy(IDLE_SUPERVISION),
+        "supervision": overlay.get("supervision") or idle_supervision(),
         "escalated": bool(record.escalated),
     }
     if record.archived_at:
@@ -36,6 +34,10 @@ def session_resource(record, overlay=None, max_sequence=0):
         if value not in (None, ""):
             resource[name] = value
     return resource
+
+
+def idle_supervision():
+    return {"work_signals": [], "sources": {}, "quiet_warning": None}
 
 
 def _runtime(stored, live):
@@ -115,8 +117,7 @@ class JSONText(str):
     """A document already encoded as JSON (surfaces send it as is)."""
 
 
-def encode(document):
-    return json.dumps(document, separators=(",", ":"))
+encode = compact_json  # a document as compact JSON
 
 
 class Answer(dict):

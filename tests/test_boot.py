@@ -110,3 +110,44 @@ def test_removal_keeps_catalog_truth_when_the_directory_cannot_move(home, worksp
         assert (home / "sessions" / session["id"] / "events.db").exists()
     finally:
         manager.shutdown()
+
+
+def _drop_catalog(home):
+    for suffix in ("", "-wal", "-shm"):
+        (home / f"compozy.db{suffix}").unlink(missing_ok=True)
+
+
+CORRUPTIONS = {
+    "not JSON": lambda document: "{not json",
+    "no agent_name": lambda document: json.dumps({k: v for k, v in document.items() if k != "agent_name"}),
+    "a null agent_name": lambda document: json.dumps(dict(document, agent_name=None)),
+    "a name that is an object": lambda document: json.dumps(dict(document, name={"first": "x"})),
+    "a lineage that is a string": lambda document: json.dumps(dict(document, lineage="root")),
+    "a runtime that is a number": lambda document: json.dumps(dict(document, runtime=7)),
+}
+
+
+def test_a_rebuild_indexes_the_good_folders_among_corrupt_ones(home, workspace, caplog):
+    """Every good folder is indexed in the same batch as the corrupt ones, which are reported, left
+    out and never rewritten; with the catalog in step a folder corrupted since orphans its row."""
+    sessions = [_create(home, workspace, name=f"s{n}") for n in range(len(CORRUPTIONS) + 3)]
+    bad, good = sessions[:len(CORRUPTIONS)], sessions[len(CORRUPTIONS):]
+    files = {}
+    for session, corrupt in zip(bad, CORRUPTIONS.values()):
+        path = home / "sessions" / session["id"] / "meta.json"
+        path.write_text(corrupt(json.loads(path.read_text())))
+        files[path] = path.read_bytes()
+    for in_step in (False, True):
+        if not in_step:
+            _drop_catalog(home)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="compozy.boot"):
+            manager = _manager(home)
+        try:
+            listed = {s["id"] for s in manager.list_sessions({"archive": "include"})["sessions"]}
+        finally:
+            manager.shutdown()
+        assert listed == {s["id"] for s in good}
+        reported = [r.getMessage() for r in caplog.records if "cannot recover session" in r.getMessage()]
+        assert sorted(m.split()[3].rstrip(":") for m in reported) == sorted(s["id"] for s in bad)
+        assert {p: p.read_bytes() for p in files} == files

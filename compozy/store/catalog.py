@@ -15,9 +15,8 @@ from compozy.errors import CompozyError
 from compozy.store.db import Guarded, open_sqlite
 from compozy.store.derivations import Derived
 from compozy.store.rows import marks, select_rows, update_row
+from compozy.store.sessionindex import session_row, upsert
 
-SESSION_COLUMNS = ("workspace_id", "name", "type", "agent_name", "state", "archived",
-                   "parent_session_id", "root_session_id", "spawn_depth", "lineage_kind")
 
 
 def make_models(db):
@@ -175,23 +174,12 @@ class Catalog:
 
     def upsert_session(self, doc, resource=None, orphaned=False, meta_mtime=None):
         """Index a session document; resource is its rendered read (JSON text) for fast lists."""
-        lineage = doc.get("lineage") or {}
-        fields = {
-            "workspace_id": doc["workspace_id"], "name": doc.get("name"), "type": doc["type"],
-            "agent_name": doc["agent_name"], "state": doc["state"], "archived": bool(doc.get("archived")),
-            "parent_session_id": lineage.get("parent_session_id"),
-            "root_session_id": lineage.get("root_session_id") or doc["id"],
-            "spawn_depth": lineage.get("spawn_depth") or 0, "lineage_kind": lineage.get("kind") or "",
-            "orphaned": orphaned, "updated_at": doc.get("updated_at") or now_iso(),
-            "doc": json.dumps(doc, separators=(",", ":")), "resource": resource, "meta_mtime": meta_mtime,
-        }
-        # Raw SQL: this runs on every lifecycle change and peewee's query building costs ~1.5 ms.
-        columns = ["id", *fields]
-        updates = ", ".join(f"{c} = excluded.{c}" for c in fields)
-        sql = (f"INSERT INTO sessions ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
-               f"ON CONFLICT(id) DO UPDATE SET {updates}")
+        self.upsert_sessions([session_row(doc, resource, orphaned, meta_mtime)])
+
+    def upsert_sessions(self, rows):
+        """Index many sessions at once (sessionindex.session_row rows)."""
         with self.guard.write() as db:
-            db.execute_sql(sql, [doc["id"], *fields.values()])
+            upsert(db, rows)
 
     def session_doc(self, session_id):
         with self.guard.read():

@@ -25,7 +25,8 @@ def read_meta(path):
         raise MetaError(f"{path}: missing") from None
     except (OSError, ValueError) as exc:
         raise MetaError(f"{path}: unreadable: {exc}") from exc
-    if not isinstance(document, dict) or not isinstance(document.get("id"), str):
+    if not isinstance(document, dict) or not isinstance(document.get("id"), str) \
+            or not isinstance(document.get("lineage") or {}, dict):
         raise MetaError(f"{path}: not a session document")
     return upgrade(document)
 

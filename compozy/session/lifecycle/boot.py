@@ -8,11 +8,12 @@ import logging
 import os
 
 from compozy.ids import is_valid_id
-from compozy.session.records.store import MetaError
+from compozy.store.meta import MetaError, read_meta
 from compozy.states import RETIRED_SPAWN_ROLES, SessionType
 
 log = logging.getLogger("compozy.boot")
 KNOWN_TYPES = tuple(t.value for t in SessionType)
+BATCH = 500  # rows indexed per statement: one statement, not a savepoint per session, and bounded memory
 
 
 def skip_reason(document):
@@ -32,34 +33,40 @@ class Reconciler:
         self.skipped = {}
 
     def run(self):
-        on_disk = set()
+        on_disk, rows = set(), []
         indexed = self.store.catalog.indexed_mtimes()
         sessions_dir = str(self.store.home.sessions_dir)  # plain strings: pathlib cost ~1 s over 10,000 folders
         with self.store.catalog.transaction():  # one commit for the whole index, not one per session
-            for name in self.store.directories():
+            for name in sorted(self.store.directories()):  # in ID order: the index b-trees grow at their end
                 if not is_valid_id(name, "sess"):
                     log.warning("ignoring %s in the sessions folder: not a session ID", name[:80])
                     continue
                 on_disk.add(name)
-                mtime = _mtime(os.path.join(sessions_dir, name, "meta.json"))
+                path = os.path.join(sessions_dir, name, "meta.json")
+                mtime = _mtime(path)
                 if mtime is None or indexed.get(name) != mtime:  # unchanged files are already indexed
-                    self._reconcile_directory(name, mtime)
+                    rows += self._reconcile_directory(name, path, mtime)
+                if len(rows) >= BATCH:
+                    self.store.catalog.upsert_sessions(rows)
+                    rows = []
+            self.store.catalog.upsert_sessions(rows)
         for session_id in set(self.store.catalog.session_ids()) - on_disk:
             log.warning("session %s has a catalog row but no directory; marked orphaned", session_id)
             self.store.catalog.set_orphaned(session_id)
         return self.skipped
 
-    def _reconcile_directory(self, session_id, mtime=None):
+    def _reconcile_directory(self, session_id, path, mtime):
+        """The catalog rows to write for one folder: its own, or none (skipped or unrecoverable)."""
         try:
-            document = self.store.read_directory(session_id)
+            document = read_meta(path)
             reason = skip_reason(document) if document["id"] == session_id else "id_mismatch"
-            if reason:
-                self._skip(session_id, document, reason)
-            else:
-                self.store.index(self.store.typed(document), meta_mtime=mtime)
+            if not reason:
+                return [self.store.indexable(document, meta_mtime=mtime)]
+            self._skip(session_id, document, reason)
         except MetaError as exc:
             log.warning("cannot recover session %s: %s", session_id, exc)
             self._orphan_existing_row(session_id)
+        return []
 
     def _skip(self, session_id, document, reason):
         self.skipped[session_id] = reason

@@ -4,7 +4,6 @@ Layer 4. The directory is the source of truth: meta.json is written first, the c
 so a crash between the two is repaired by boot reconciliation.
 """
 
-import json
 import logging
 import os
 import shutil
@@ -12,9 +11,10 @@ import shutil
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.paths import make_private_dir
-from compozy.serialize import session_resource
+from compozy.serialize import encode, session_resource
 from compozy.session.records.record import RuntimeRecord, SessionRecord
-from compozy.store.meta import MetaError, read_meta, write_meta
+from compozy.store.meta import MetaError, write_meta
+from compozy.store.sessionindex import session_row
 
 log = logging.getLogger("compozy.session")
 
@@ -59,9 +59,7 @@ class SessionStore:
 
     def index(self, record, document=None, orphaned=False, meta_mtime=None):
         """The catalog row, with the rendered read a list returns for sessions not live here."""
-        max_sequence = (record.fences or {}).get("max_sequence", 0)
-        resource = json.dumps(session_resource(record, None, max_sequence), separators=(",", ":"))
-        self.catalog.upsert_session(document or record.to_dict(), resource, orphaned, meta_mtime)
+        self.catalog.upsert_sessions([index_row(record, document, orphaned, meta_mtime)])
 
     def get(self, session_id):
         """The indexed record, or None when the catalog does not know the ID."""
@@ -82,16 +80,13 @@ class SessionStore:
     def events(self, record):
         return self.logs.get(record.id, record.workspace_id)
 
-    def read_directory(self, session_id):
-        """meta.json as stored (upgraded in memory); MetaError when it cannot be read."""
-        return read_meta(self.home.meta_file(session_id))
-
     @staticmethod
-    def typed(document):
-        """The record of a meta.json document; MetaError when it lacks a field every session has."""
+    def indexable(document, meta_mtime=None):
+        """The catalog row of a meta.json document (read_meta); MetaError when it is no complete
+        session document: a field every session has is missing, or a value is not of its kind."""
         try:
-            return SessionRecord.from_dict(document)
-        except TypeError as exc:
+            return index_row(SessionRecord.from_dict(document), meta_mtime=meta_mtime)
+        except (TypeError, ValueError, AttributeError) as exc:
             raise MetaError(f"session {document.get('id')}: not a complete session document ({exc})") from None
 
     def remove(self, record):
@@ -124,6 +119,12 @@ class SessionStore:
             elif entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
                 found.append(entry.name)
         return found
+
+
+def index_row(record, document=None, orphaned=False, meta_mtime=None):
+    max_sequence = (record.fences or {}).get("max_sequence", 0)
+    resource = encode(session_resource(record, None, max_sequence))
+    return session_row(document or record.to_dict(), resource, orphaned, meta_mtime)
 
 
 __all__ = ["SessionStore", "new_record", "MetaError"]
