@@ -114,10 +114,12 @@ def encode_query(fields):
 
 
 def _decode(data):
+    """A JSON body (bytes, or the text of an SSE frame's data), else {"error": its text}."""
     try:
         return json.loads(data)
     except ValueError:
-        return {"error": data.decode("utf-8", "replace")[:500]}
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        return {"error": text[:500]}
 
 
 def _error_from(status, document):
@@ -135,7 +137,7 @@ def _parse_sse(response):
         line = raw.decode("utf-8", "replace").rstrip("\r")
         if not line:
             if data:
-                yield event, _decode("\n".join(data).encode())
+                yield event, _decode("\n".join(data))
             event, data = "message", []
         elif line.startswith(":"):
             continue

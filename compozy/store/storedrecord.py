@@ -26,17 +26,18 @@ class StoredRecord(dict):
     def json(self):
         """The same text as compact_json(self), built once."""
         if self._json is None:
-            self._json = _record_json(self, self.content_json) if tuple(self) == RECORD_KEYS else compact_json(self)
+            try:
+                plain = tuple(self) == RECORD_KEYS and self["sequence"].__class__ is int
+                self._json = _record_json(self, self.content_json) if plain else compact_json(self)
+            except TypeError:  # a value of another type than append writes (_quote takes strings only)
+                self._json = compact_json(self)
         return self._json
 
 
 def _record_json(record, content_json):
-    return (f'{{"id":{_scalar(record["id"])},"session_id":{_scalar(record["session_id"])},'
-            f'"sequence":{_scalar(record["sequence"])},"turn_id":{_scalar(record["turn_id"])},'
-            f'"type":{_scalar(record["type"])},"agent_name":{_scalar(record["agent_name"])},'
-            f'"workspace_id":{_scalar(record["workspace_id"])},"content":{content_json},'
-            f'"timestamp":{_scalar(record["timestamp"])}}}')
-
-
-def _scalar(value):
-    return _quote(value) if value.__class__ is str else compact_json(value)
+    turn_id, agent_name = record["turn_id"], record["agent_name"]
+    return (f'{{"id":{_quote(record["id"])},"session_id":{_quote(record["session_id"])},'
+            f'"sequence":{record["sequence"]},"turn_id":{"null" if turn_id is None else _quote(turn_id)},'
+            f'"type":{_quote(record["type"])},"agent_name":{"null" if agent_name is None else _quote(agent_name)},'
+            f'"workspace_id":{_quote(record["workspace_id"])},"content":{content_json},'
+            f'"timestamp":{_quote(record["timestamp"])}}}')
