@@ -15,9 +15,12 @@ KIND_NAMES = {"sess": "session", "ws": "workspace", "msg": "message", "turn": "t
               "evt": "event", "perm": "permission request", "idem": "idempotency key",
               "hook": "hook run"}
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+ULID_CHARACTERS = "[0-9A-HJKMNP-TV-Z]{26}"
+_ULID = re.compile(f"^{ULID_CHARACTERS}$")
 # Client-chosen message IDs and idempotency keys: printable, no path characters, bounded.
-_CLIENT_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$")
+CLIENT_TOKEN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$"
+CLIENT_TOKEN_RULE = "must be 1-200 characters of letters, digits and _.:@+=- (starting with a letter or digit)"
+_CLIENT_TOKEN = re.compile(CLIENT_TOKEN_PATTERN)
 
 _lock = threading.Lock()
 _last = [0, 0]
@@ -75,6 +78,11 @@ def _encode(value):
     return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(120, -1, -10)])
 
 
+def id_pattern(kind):
+    """The regular expression of an ID of that kind (Python and JSON Schema alike)."""
+    return f"^{kind}_{ULID_CHARACTERS}$"
+
+
 def is_valid_id(value, kind):
     if not isinstance(value, str) or not value.startswith(kind + "_"):
         return False
@@ -97,9 +105,5 @@ def validate_id(value, kind, field=None, not_found=None):
 def validate_client_token(value, field):
     """Message IDs and idempotency keys chosen by clients: bounded and path-safe."""
     if not isinstance(value, str) or not _CLIENT_TOKEN.fullmatch(value):
-        raise CompozyError(
-            "invalid_request",
-            f"{field} must be 1-200 characters of letters, digits and _.:@+=- (starting with a letter or digit)",
-            field=field,
-        )
+        raise CompozyError("invalid_request", f"{field} {CLIENT_TOKEN_RULE}", field=field)
     return value

@@ -13,7 +13,8 @@ import re
 
 # C0 and C1 controls, DEL, the line and paragraph separators, and the bidi embeddings, overrides and isolates.
 BIDI_CONTROLS = "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_UNSAFE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f\u2028\u2029{BIDI_CONTROLS}]")
+UNSAFE_CHARACTERS = f"\\x00-\\x1f\\x7f-\\x9f\u2028\u2029{BIDI_CONTROLS}"  # a regular expression's class
+_UNSAFE = re.compile(f"[{UNSAFE_CHARACTERS}]")
 _UNSAFE_KEEP_LINES = re.compile(f"[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\u2028\u2029{BIDI_CONTROLS}]")
 
 

@@ -4,11 +4,31 @@ Layer 1: imports only layer 0. Every surface passes bodies through the same chec
 specs below are the ones the operation table (compozy/api.py) shows in /api/openapi.json.
 """
 
+import re
 from dataclasses import dataclass
 
 from compozy.errors import invalid
-from compozy.states import BusyMode, PermissionDecision, SessionState, SessionType
-from compozy.text import one_line
+from compozy.ids import CLIENT_TOKEN_PATTERN, CLIENT_TOKEN_RULE, id_pattern
+from compozy.states import CREATE_LINEAGE_KINDS, BusyMode, PermissionDecision, SessionState, SessionType
+from compozy.text import UNSAFE_CHARACTERS
+
+# Patterns are regular expressions that Python and JSON Schema (ECMAScript) read alike: the check
+# below and /api/openapi.json state the same rule.
+WHITESPACE = "\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"  # str.isspace()
+NO_NUL = "^[^\\x00]*$"  # every string: NUL is refused everywhere (a C string would end there)
+
+
+def not_blank(excluded):
+    """A pattern: no character of the class `excluded`, and at least one that is not whitespace."""
+    return f"^[^{excluded}]*[^{excluded}{WHITESPACE}][^{excluded}]*$"
+
+
+LABEL_PATTERN = not_blank(UNSAFE_CHARACTERS)
+MESSAGE_PATTERN = not_blank("\\x00")
+WORKSPACE_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+WORKSPACE_NAME_RULE = "must be 1-64 letters, digits, _ . or - (starting with a letter or digit)"
+MAX_MESSAGE_BYTES = 1024 * 1024  # measured as JSON, as the agent receives it (turns/messages.py)
+NOT_EMPTY = "^[^\\x00]+$"
 
 
 @dataclass(frozen=True)
@@ -21,17 +41,39 @@ class Field:
     maximum: int | None = None
     fields: dict | None = None  # the spec of an object's members (checked by the owner of the object)
     items: dict | None = None   # the spec of each object in a list (likewise)
-    label: bool = False  # a name people read: no control characters, no bidi overrides
+    pattern: str | None = None  # a string must hold a match of it (JSON Schema's pattern); see NO_NUL
+    rule: str = ""              # the pattern in words, for the refusal: "<name> <rule>"
 
 
-def text(required=False, max_length=None, choices=()):
-    return Field((str,), required, max_length, tuple(str(c) for c in choices))
+def text(required=False, max_length=None, choices=(), pattern=None, rule=""):
+    return Field((str,), required, max_length, tuple(str(c) for c in choices), pattern=pattern, rule=rule)
 
 
 def label(required=False, max_length=None):
-    """A name shown on one line of a terminal: CR, LF, escape sequences and right-to-left overrides
-    (which make a name read as another) are refused."""
-    return Field((str,), required, max_length, label=True)
+    """A name shown on one line of a terminal: not blank; CR, LF, escape sequences and right-to-left
+    overrides (which make a name read as another) are refused."""
+    return text(required, max_length, pattern=LABEL_PATTERN,
+                rule="must not be blank nor contain control characters or bidirectional overrides")
+
+
+def identifier(kind, required=False):
+    """A daemon-made ID of that kind, e.g. turn_<ULID>."""
+    return text(required, pattern=id_pattern(kind), rule=f"must look like {kind}_<ULID>")
+
+
+def token(required=False):
+    """A client-chosen message ID or idempotency key."""
+    return text(required, max_length=200, pattern=CLIENT_TOKEN_PATTERN, rule=CLIENT_TOKEN_RULE)
+
+
+def message(required=False):
+    """A message for an agent: not blank, at most MAX_MESSAGE_BYTES (a character escaped in JSON counts
+    as its escape, so the length in characters is an upper bound)."""
+    return text(required, max_length=MAX_MESSAGE_BYTES, pattern=MESSAGE_PATTERN, rule="must not be blank")
+
+
+def absolute_path(required=False, max_length=None):
+    return text(required, max_length, pattern="^/[^\\x00]*$", rule="must be an absolute path")
 
 
 def boolean(required=False):
@@ -79,16 +121,18 @@ def _check_value(name, value, field):
         raise invalid(f"{name} is longer than {field.max_length}", field=name)
     if field.choices and value not in field.choices:
         raise invalid(f"{name} must be one of {', '.join(map(str, field.choices))}", field=name)
-    if isinstance(value, str) and "\x00" in value:
+    if isinstance(value, str) and "\x00" in value:  # first: a pattern then never meets a NUL
         raise invalid(f"{name} must not contain NUL characters", field=name)
-    if field.label and one_line(value) != value:
-        raise invalid(f"{name} must not contain control characters or bidirectional overrides", field=name)
+    if field.pattern and not re.search(field.pattern, value):
+        raise invalid(f"{name} {field.rule}", field=name)
     return value
 
 
 def field_schema(field, optional=None):
     """One Field as JSON Schema; optional(schema) adapts each optional member of a nested spec."""
     schema = {"type": _JSON_TYPES[field.types[0]]}
+    if str in field.types and not field.choices:
+        schema["pattern"] = field.pattern or NO_NUL
     if field.max_length is not None:
         schema["maxLength"] = field.max_length
     if field.choices:
@@ -154,24 +198,25 @@ ACP_OPTION_FIELDS = {"id": text(required=True, max_length=200), "value_id": text
                      "bool_value": boolean()}
 RUNTIME_FIELDS = {name: text(max_length=200) for name in ("provider", "model", "reasoning_effort", "speed")} | {
     "acp_options": sequence(items=ACP_OPTION_FIELDS)}
-WORKSPACE_FIELDS = {"name": label(required=True), "path": text(required=True)}
+WORKSPACE_FIELDS = {"name": text(required=True, pattern=WORKSPACE_NAME_PATTERN, rule=WORKSPACE_NAME_RULE),
+                    "path": absolute_path(required=True)}
 RENAME_FIELDS = {"name": label(required=True, max_length=200)}
 CREATE_FIELDS = {
     "agent_name": text(max_length=64),
     "name": label(max_length=200),
-    "workspace": text(max_length=300),
-    "workspace_path": text(max_length=4096),
+    "workspace": text(max_length=300, pattern=NOT_EMPTY, rule="must be a workspace name or ID"),
+    "workspace_path": absolute_path(max_length=4096),
     "parent_session_id": text(max_length=64),
-    "lineage_kind": text(max_length=32),
+    "lineage_kind": text(choices=CREATE_LINEAGE_KINDS),  # and only with parent_session_id
     "type": text(choices=(SessionType.USER.value,)),  # the daemon makes the other types itself (creation.py)
 }
-PROMPT_FIELDS = {"message": text(required=True), "message_id": text(), "idempotency_key": text(),
+PROMPT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token(),
                  "runtime": mapping(fields=RUNTIME_FIELDS), "mode": text(choices=tuple(BusyMode)),
-                 "expected_turn_id": text()}
+                 "expected_turn_id": identifier("turn")}
 CANCEL_FIELDS = {}
-EDIT_FIELDS = {"message": text(required=True), "message_id": text(), "idempotency_key": text()}
-STEER_FIELDS = {"expected_turn_id": text(required=True), "message": text(), "message_id": text(),
-                "idempotency_key": text()}
+EDIT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token()}
+STEER_FIELDS = {"expected_turn_id": identifier("turn", required=True), "message": message(), "message_id": token(),
+                "idempotency_key": token()}
 SELECTION_FIELDS = {"runtime": mapping(required=True, fields=RUNTIME_FIELDS),
                     "expected_revision": integer(required=True)}
 APPROVE_FIELDS = {"request_id": text(required=True), "decision": text(required=True, choices=tuple(PermissionDecision)),
@@ -180,13 +225,13 @@ STOP_FIELDS = {"wait": boolean()}
 FENCE_NAMES = ("expected_epoch", "expected_generation", "expected_max_sequence")
 FENCE_FIELDS = {name: integer(minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}
 CONTINUE_FIELDS = {"agent_name": text(required=True, max_length=64),
-                   "idempotency_key": text(required=True, max_length=200),
+                   "idempotency_key": token(required=True),
                    "runtime": mapping(fields=RUNTIME_FIELDS), "route": integer(minimum=1, maximum=1000),
-                   "name": label(max_length=200), "message": text(), **FENCE_FIELDS}
-FORK_FIELDS = {"idempotency_key": text(required=True, max_length=200), "message_id": text(max_length=200),
+                   "name": label(max_length=200), "message": message(), **FENCE_FIELDS}
+FORK_FIELDS = {"idempotency_key": token(required=True), "message_id": token(),
                "name": label(max_length=200), **FENCE_FIELDS}
-REWIND_FIELDS = {"message_id": text(required=True, max_length=200),
-                 "idempotency_key": text(required=True, max_length=200),
+REWIND_FIELDS = {"message_id": token(required=True),
+                 "idempotency_key": token(required=True),
                  **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
 REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}
 
@@ -200,15 +245,22 @@ IDENTITY_FIELDS = {"X-Compozy-Session": text(max_length=64), "X-Compozy-Binding-
 # -- query parameters, typed as parsed -----------------------------------------------------------
 
 ARCHIVE_VIEWS = ("active", "archived", "all")
-LIST_QUERY = {"workspace": text(), "parent": text(), "root": text(), "state": text(choices=tuple(SessionState)),
-              "agent": text(), "archive": text(choices=("exclude", "only", "include")),
-              "limit": integer(minimum=1, maximum=1000), "cursor": text()}
+LIST_QUERY = {"workspace": text(pattern=NOT_EMPTY, rule="must be a workspace name or ID"), "parent": identifier("sess"), "root": identifier("sess"),
+              "state": text(choices=tuple(SessionState)), "agent": text(),
+              "archive": text(choices=("exclude", "only", "include")), "limit": integer(minimum=1, maximum=1000),
+              "cursor": identifier("sess")}
 SEQUENCE = integer(minimum=0, maximum=SQLITE_MAX_INTEGER)
-EVENTS_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "turn_id": text(),
+EVENTS_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "turn_id": identifier("turn"),
                 "type": text(), "limit": integer(minimum=1, maximum=1000), "archive": text(choices=ARCHIVE_VIEWS)}
 HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit": integer(minimum=1, maximum=1000),
                  "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
 ARCHIVE_QUERY = {"stop": boolean()}
-PREVIEW_QUERY = {"message_id": text(max_length=200)}
+PREVIEW_QUERY = {"message_id": token()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}
+
+# -- path parameters: an ID of the wrong shape is its kind's *_not_found (docs/decisions.md) ----------
+
+WORKSPACE_REFERENCE = f"{id_pattern('ws')}|{WORKSPACE_NAME_PATTERN}"  # a workspace by ID or name
+PATH_FIELDS = {"session_id": identifier("sess", required=True), "entry": identifier("queue", required=True),
+               "workspace": text(required=True, pattern=WORKSPACE_REFERENCE, rule="must be a workspace name or ID")}

@@ -123,7 +123,10 @@ def test_request_bodies_are_typed_with_required_fields():
     assert schema["required"] is True
     body = schema["content"]["application/json"]["schema"]
     assert body["required"] == ["message"] and body["additionalProperties"] is False
-    assert body["properties"]["message"] == {"type": "string"}
+    message = body["properties"]["message"]
+    assert message["type"] == "string" and message["maxLength"] == 1024 * 1024
+    assert re.search(message["pattern"], "hello\n") and not re.search(message["pattern"], " \u3000\n")
+    assert body["properties"]["expected_turn_id"]["pattern"] == "^turn_[0-9A-HJKMNP-TV-Z]{26}$"
     assert body["properties"]["mode"]["enum"][:3] == ["queue", "steer", "interrupt"]
     assert body["properties"]["runtime"]["properties"]["acp_options"]["items"]["required"] == ["id"]
 
@@ -207,8 +210,20 @@ def _refusal(manager, operation, params, body):
     return caught.value
 
 
+PATTERNED = ("x", "/tmp", "turn_01J00000000000000000000000", "sess_01J00000000000000000000000")
+
+
 def _sample(field):
-    return field.choices[0] if field.choices else SAMPLES[field.types[0]]
+    if field.choices:
+        return field.choices[0]
+    if field.pattern:
+        return next(sample for sample in PATTERNED if re.search(field.pattern, sample))
+    return SAMPLES[field.types[0]]
+
+
+def _breaking(pattern):
+    """A string the documented pattern refuses (each pattern refuses one of these)."""
+    return next(sample for sample in ("", " ", "a\x00b") if not re.search(pattern, sample))
 
 
 BODY_OPERATIONS = [op for op in OPERATIONS if op.body is not None]
@@ -232,3 +247,6 @@ def test_enforced_body_spec_is_the_documented_one(facade, operation):
         assert (error.code, error.details.get("field")) == ("invalid_request", name), name
         assert schema["type"] == {str: "string", bool: "boolean", int: "integer", dict: "object",
                                   list: "array"}[field.types[0]]
+        if "pattern" in schema:  # the documented pattern is the enforced one
+            error = _refusal(manager, operation, params, {**valid, name: _breaking(schema["pattern"])})
+            assert (error.code, error.details.get("field")) == ("invalid_request", name), name

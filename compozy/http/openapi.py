@@ -7,6 +7,7 @@ kind), the errors the table names, and what the guards answer on any route.
 from collections import defaultdict
 
 from compozy import api
+from compozy import validate as v
 from compozy.errors import ERRORS
 from compozy.http.schemas import SCHEMAS, field_schema, ref, spec_schema
 
@@ -37,7 +38,7 @@ def error_codes(operation):
     """Every error code the operation can answer, the guards' included."""
     codes = list(GUARD_ERRORS)
     if operation.path_params:
-        codes.append("endpoint_not_found")  # a parameter with a slash in it leaves no route to match
+        codes.append("endpoint_not_found")  # an empty parameter leaves no route to match
     if operation.method in BODY_METHODS:
         codes.append("unsupported_media_type")
     if operation.body is not None:
@@ -66,8 +67,7 @@ def _operation(operation):
 
 
 def _parameters(operation):
-    parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-                  for name in operation.path_params]
+    parameters = [_parameter(name, v.PATH_FIELDS[name], "path") for name in operation.path_params]
     parameters += [_parameter(name, field, "query") for name, field in operation.query.items()]
     parameters += [_parameter(name, field, "header") for name, field in operation.headers.items()]
     return parameters

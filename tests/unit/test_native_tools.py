@@ -95,7 +95,7 @@ def test_every_tool_is_listed_with_a_closed_schema_of_its_arguments():
     assert set(listed) == set(TOOLS)
     assert all(tool["inputSchema"]["additionalProperties"] is False for tool in listed.values())
     assert listed["compozy__session_describe"]["inputSchema"]["properties"] == {
-        "session_id": {"type": "string", "maxLength": 64}}
+        "session_id": {"type": "string", "maxLength": 64, "pattern": "^[^\\x00]*$"}}
     assert "required" not in listed["compozy__session_describe"]["inputSchema"]
     assert listed["compozy__session_list"]["inputSchema"]["properties"]["limit"] == {
         "type": "integer", "minimum": 1, "maximum": 1000}

@@ -7,10 +7,11 @@ daemon's home (the catalog, other sessions' transcripts, config.toml) nor be a s
 import os
 import re
 
+from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, new_id
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME = re.compile(v.WORKSPACE_NAME_PATTERN)
 SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
 DEFAULT_HOME = os.path.join(os.path.expanduser("~"), ".compozy")
 
@@ -52,8 +53,7 @@ def protected_homes(home_root):
 
 def check_name(name, field="name"):
     if not isinstance(name, str) or not NAME.match(name):
-        raise invalid(f"{field} must be 1-64 letters, digits, _ . or - (starting with a letter or digit)",
-                      field=field)
+        raise invalid(f"{field} {v.WORKSPACE_NAME_RULE}", field=field)
     return name
 
 

@@ -10,8 +10,8 @@ import json
 from compozy.acp.protocol import encoded_size
 from compozy.errors import invalid
 from compozy.ids import new_id, validate_client_token
+from compozy.validate import MAX_MESSAGE_BYTES
 
-MAX_MESSAGE_BYTES = 1024 * 1024
 
 
 def fingerprint(operation, **fields):
