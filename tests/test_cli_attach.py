@@ -148,15 +148,21 @@ def test_events_follow_json_prints_one_record_a_line(daemon, workspace):
     child.expect(pexpect.EOF)
 
 
-def test_ctrl_c_in_prompt_leaves_the_turn_running_and_says_how_to_cancel(daemon, workspace):
-    sid = create(daemon.home, workspace)
-    child = spawn_cli(daemon.home, "session", "prompt", sid[5:20], "[hold g1] go on")
+def interrupt_a_held_prompt(home, *arguments, says):
+    """Ctrl-C `compozy session prompt` while its turn waits at gate g1: the CLI says `says` and exits 130."""
+    child = spawn_cli(home, "session", "prompt", *arguments)
     child.expect("holding g1")
     child.sendintr()
-    child.expect(f"the turn goes on; cancel it with `compozy session cancel {sid}`")
+    child.expect(says)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
+
+
+def test_ctrl_c_in_prompt_leaves_the_turn_running_and_says_how_to_cancel(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    interrupt_a_held_prompt(daemon.home, sid[5:20], "[hold g1] go on",
+                            says=f"the turn goes on; cancel it with `compozy session cancel {sid}`")
     assert events_of(daemon.home, sid, "done") == []
     open_gate(workspace, "g1")
     wait_for(lambda: events_of(daemon.home, sid, "done"), what="the turn to end on its own")
@@ -165,12 +171,7 @@ def test_ctrl_c_in_prompt_leaves_the_turn_running_and_says_how_to_cancel(daemon,
 
 def test_ctrl_c_with_cancel_on_interrupt_cancels_the_turn(daemon, workspace):
     sid = create(daemon.home, workspace)
-    child = spawn_cli(daemon.home, "session", "prompt", sid, "[hold g1] stop me", "--cancel-on-interrupt")
-    child.expect("holding g1")
-    child.sendintr()
-    child.expect(r"cancelling turn turn_\w+")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 130
+    interrupt_a_held_prompt(daemon.home, sid, "[hold g1] stop me", "--cancel-on-interrupt",
+                            says=r"cancelling turn turn_\w+")
     wait_for(lambda: events_of(daemon.home, sid, "done"), what="the cancelled turn to end")
     assert events_of(daemon.home, sid, "done")[0]["content"]["stop_reason"] == "cancelled"

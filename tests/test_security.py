@@ -14,18 +14,34 @@ from tests.harness.api import events, spath, wait_for
 from tests.harness.daemon import DaemonProcess
 
 
-@pytest.fixture
-def approve_reads_daemon(home):
-    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+def daemon_in_mode(home, mode):
+    """A daemon deciding file requests by this [permissions] mode, for the length of a test."""
+    (home / "config.toml").write_text(f'[permissions]\nmode = "{mode}"\n')
     process = DaemonProcess(home).start()
     yield process
     process.stop()
 
 
-def test_an_approved_write_never_follows_a_link_planted_while_it_waited(approve_reads_daemon, tmp_path):
+@pytest.fixture
+def approve_reads_daemon(home):
+    yield from daemon_in_mode(home, "approve-reads")
+
+
+@pytest.fixture
+def approve_all_daemon(home):
+    yield from daemon_in_mode(home, "approve-all")
+
+
+def workspace_and_outside(tmp_path):
+    """Two sibling folders: the session's workspace and one beyond its boundary."""
     workspace, outside = tmp_path / "ws", tmp_path / "outside"
     workspace.mkdir()
     outside.mkdir()
+    return workspace, outside
+
+
+def test_an_approved_write_never_follows_a_link_planted_while_it_waited(approve_reads_daemon, tmp_path):
+    workspace, outside = workspace_and_outside(tmp_path)
     target = outside / "victim.txt"
     target.write_text("untouched")
     api = Client(approve_reads_daemon.http_url, timeout=30)
@@ -125,14 +141,6 @@ LONG = os.environ.get("COMPOZY_LONG") == "1"
 RACE_PROMPTS = 60 if LONG else 3  # each prompt is 40 reads and 20 writes: 180 requests in CI, 3,600 long
 
 
-@pytest.fixture
-def approve_all_daemon(home):
-    (home / "config.toml").write_text('[permissions]\nmode = "approve-all"\n')
-    process = DaemonProcess(home).start()
-    yield process
-    process.stop()
-
-
 def swap_forever(target, secret, stop):
     """target flips between a regular file and a symlink to the outside secret, each flip one rename."""
     link, plain = target.with_name(".swap-link"), target.with_name(".swap-plain")
@@ -148,9 +156,7 @@ def swap_forever(target, secret, stop):
 def test_agent_reads_and_writes_never_cross_a_file_swapped_with_a_symlink(approve_all_daemon, tmp_path):
     import threading
 
-    workspace, outside = tmp_path / "ws", tmp_path / "outside"
-    workspace.mkdir()
-    outside.mkdir()
+    workspace, outside = workspace_and_outside(tmp_path)
     secret = outside / "secret.txt"
     secret.write_text("TOPSECRET")
     (workspace / "target").write_text("public")
