@@ -45,6 +45,10 @@ def test_profile_requests_are_relayed_to_the_profiles_daemon(daemon, workspace):
         # Errors of the profile's daemon come back as they are.
         status, body = call(daemon, "GET", "/api/sessions/sess_nope?profile=work")
         assert status == 404 and body["code"] == "session_not_found"
+        for spelt in ("a%20b", "..%2Fx", "%C3%A9t%C3%A9"):  # relayed as sent, not as decoded (a 500, once)
+            status, body = call(daemon, "GET", f"/api/workspaces/w/sessions/{spelt}/status?profile=work")
+            assert (status, body["code"]) == (404, "session_not_found"), (spelt, body)
+            assert "/" not in spelt or "../x" in body["error"], body
         # A stream is relayed as it is written.
         with urllib.request.urlopen(daemon.http_url + "/api/sessions/stream?profile=work", timeout=60) as stream:
             assert stream.headers["Content-Type"].startswith("text/event-stream")

@@ -7,7 +7,7 @@ answer back as is; when that daemon is not running the answer is `daemon_unavail
 """
 
 import re
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from flask import Response, request
 
@@ -43,9 +43,13 @@ def relay(home_root):
 
 
 def _forwarded_path():
+    """The path as the client sent it, still percent-encoded (decoded, a space broke the request and a
+    %2F became a slash), and the query without the profile."""
+    raw = (request.environ.get("REQUEST_URI") or "").split("?", 1)[0]
+    path = raw if raw.startswith("/") else quote(request.path)
     query = [(k, v) for k, v in parse_qsl(request.query_string.decode("latin-1"), keep_blank_values=True)
              if k != PROFILE]
-    return request.path + ("?" + urlencode(query) if query else "")
+    return path + ("?" + urlencode(query) if query else "")
 
 
 def _headers():
