@@ -75,6 +75,7 @@ class Operation:
     stream: str = ""                # "always": text/event-stream; "on request": also, with that Accept
     cli: Cli | None = None
     tool: Tool | None = None        # the native MCP tool (interface.md, "Native tools for agents")
+    rules: tuple = ()               # validate.Rule: rules across the body's fields
 
     @property
     def path_params(self):
@@ -143,7 +144,7 @@ OPERATIONS = (
               "Create a durable session (active, runtime unbound)", (Success(201, "SessionAnswer"),),
               ("invalid_request", "workspace_not_found", "workspace_conflict", "parent_session_not_found",
                "agent_not_found", "agent_identity_invalid", *ADMISSION), body=v.CREATE_FIELDS,
-              headers=v.IDENTITY_FIELDS,
+              headers=v.IDENTITY_FIELDS, rules=(v.one_of("workspace", "workspace_path"),),
               cli=Cli("session new", flags=(("agent_name", "--agent"), ("workspace", "--workspace"),
                                             ("workspace_path", "--cwd"), ("name", "--name"),
                                             ("parent_session_id", "--parent"), ("lineage_kind", "--lineage-kind"),
@@ -188,7 +189,7 @@ OPERATIONS = (
               PROMPT_ANSWERS, (*SESSION, *ADMISSION, *IDENTITY, "message_conflict", "session_archived",
                                "session_stop_in_progress", "session_not_active", "active_turn_mismatch",
                                "queue_full", *BINDING),
-              body=v.PROMPT_FIELDS, stream="on request",
+              body=v.PROMPT_FIELDS, stream="on request", rules=(v.IDENTITY_TOGETHER,),
               cli=_session_cli("session prompt", "message",
                                flags=_flags("mode", "expected_turn_id", "message_id", "idempotency_key")),
               tool=Tool("compozy__session_prompt", "Prompt another session of your workspace; with wait, the "
@@ -201,12 +202,13 @@ OPERATIONS = (
               (Success(200, "QueueEntryList"),), SESSION, cli=_session_cli("session input list")),
     Operation("PUT", ENTRY, "session.input.edit", "edit_input", "Replace a queued entry's text",
               (Success(200, "QueueEntryEdit"),), (*SESSION, *ENTRY_ERRORS, *IDENTITY), body=v.EDIT_FIELDS,
+              rules=(v.IDENTITY_TOGETHER,),
               cli=_session_cli("session input edit", "entry", "message",
                                flags=_flags("message_id", "idempotency_key"))),
     Operation("POST", ENTRY + "/steer", "session.input.steer", "steer_input",
               "Promote a queued entry to steer the turn", (Success(202, "PromptAnswer"),),
               (*SESSION, *ENTRY_ERRORS, *IDENTITY, "prompt_not_in_progress", "active_turn_mismatch"),
-              body=v.STEER_FIELDS,
+              body=v.STEER_FIELDS, rules=(v.IDENTITY_TOGETHER,),
               cli=_session_cli("session input steer", "entry", "message",
                                flags=_flags("expected_turn_id", "message_id", "idempotency_key"))),
     Operation("DELETE", ENTRY, "session.input.cancel", "cancel_input", "Cancel a queued entry",
@@ -261,6 +263,7 @@ OPERATIONS = (
     Operation("POST", S + "/continue", "session.continue", "continue_session",
               "Continue with another agent in a new session that carries this conversation; the source is untouched",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT), body=v.CONTINUE_FIELDS,
+              rules=(v.not_both("route", "runtime"), v.FENCES_TOGETHER),
               cli=_session_cli("session continue", flags=(
                   ("agent_name", "--agent"), *_flags("message", "route", "name", "idempotency_key", "workspace",
                                                      *v.FENCE_NAMES))),
@@ -271,7 +274,7 @@ OPERATIONS = (
               "Fork into a new session of the same agent and runtime, whole or through a user message and its turn",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "message_not_found",
                                "session_turn_in_progress"),
-              body=v.FORK_FIELDS,
+              body=v.FORK_FIELDS, rules=(v.FENCES_TOGETHER,),
               cli=_session_cli("session fork", flags=_flags("message_id", "name", "idempotency_key", "workspace",
                                                             *v.FENCE_NAMES)),
               tool=Tool("compozy__session_fork", "Fork a session of your workspace into a new session of the same "

@@ -92,6 +92,39 @@ def sequence(required=False, items=None):
     return Field((list,), required, items=items)
 
 
+NULL_VALUE = {"type": "object", "nullable": True, "enum": [None]}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule across a body's fields, stated in /api/openapi.json; the owner of the body enforces it
+    (tests/test_openapi.py proves each is)."""
+
+    kind: str       # "one_of": exactly one is given; "together": all or none; "not_both": never both
+    names: tuple
+
+    def schema(self):
+        # given: present and not null (check_body reads null as absent); OpenAPI 3.0 spells null this way
+        present = [{"required": [name], "properties": {name: {"not": NULL_VALUE}}} for name in self.names]
+        if self.kind == "one_of":
+            return {"oneOf": present}
+        if self.kind == "together":
+            return {"anyOf": [{"allOf": present}, {"not": {"anyOf": present}}]}
+        return {"not": {"allOf": present}}
+
+
+def one_of(*names):
+    return Rule("one_of", names)
+
+
+def together(*names):
+    return Rule("together", names)
+
+
+def not_both(*names):
+    return Rule("not_both", names)
+
+
 def check_body(body, spec, where="request body"):
     """The body with only declared fields; None values count as absent."""
     if body is None:
@@ -224,6 +257,8 @@ APPROVE_FIELDS = {"request_id": text(required=True), "decision": text(required=T
 STOP_FIELDS = {"wait": boolean()}
 FENCE_NAMES = ("expected_epoch", "expected_generation", "expected_max_sequence")
 FENCE_FIELDS = {name: integer(minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}
+IDENTITY_TOGETHER = together("message_id", "idempotency_key")  # client-chosen, both or neither
+FENCES_TOGETHER = together(*FENCE_NAMES)
 CONTINUE_FIELDS = {"agent_name": text(required=True, max_length=64),
                    "idempotency_key": token(required=True),
                    "runtime": mapping(fields=RUNTIME_FIELDS), "route": integer(minimum=1, maximum=1000),

@@ -250,3 +250,33 @@ def test_enforced_body_spec_is_the_documented_one(facade, operation):
         if "pattern" in schema:  # the documented pattern is the enforced one
             error = _refusal(manager, operation, params, {**valid, name: _breaking(schema["pattern"])})
             assert (error.code, error.details.get("field")) == ("invalid_request", name), name
+
+
+RULED = [op for op in OPERATIONS if op.rules]
+
+
+def _violations(rule, valid):
+    """Bodies that break a documented rule across fields (validate.Rule)."""
+    given = {name: RULE_SAMPLES.get(name, "x") for name in rule.names}
+    without = {k: v for k, v in valid.items() if k not in rule.names}
+    if rule.kind == "one_of":
+        return [without, {**without, **given}]
+    if rule.kind == "together":
+        return [{**without, name: given[name]} for name in rule.names]
+    return [{**without, **given}]
+
+
+RULE_SAMPLES = {"workspace_path": "/tmp", "expected_epoch": 0, "expected_generation": 0, "expected_max_sequence": 0,
+                "route": 1, "runtime": {"model": "m"}, "message_id": "m1", "idempotency_key": "k1"}
+
+
+@pytest.mark.parametrize("operation", RULED, ids=[op.name for op in RULED])
+def test_documented_rules_across_fields_are_enforced(facade, operation):
+    manager, params = facade
+    spec = openapi(__version__)["paths"][openapi_path(operation.rule)][operation.method.lower()]["requestBody"]
+    documented = spec["content"]["application/json"]["schema"]
+    assert documented["allOf"] == [rule.schema() for rule in operation.rules]
+    valid = {name: _sample(field) for name, field in operation.body.items() if field.required}
+    for rule in operation.rules:
+        for body in _violations(rule, valid):
+            assert _refusal(manager, operation, params, body).code == "invalid_request", (rule, body)

@@ -57,8 +57,10 @@ def _operation(operation):
                 "parameters": _parameters(operation), "responses": _responses(operation)}
     if operation.body is not None:
         required = any(field.required for field in operation.body.values())
-        document["requestBody"] = {"required": required,
-                                   "content": {"application/json": {"schema": spec_schema(operation.body)}}}
+        schema = spec_schema(operation.body)
+        if operation.rules:
+            schema["allOf"] = [rule.schema() for rule in operation.rules]
+        document["requestBody"] = {"required": required, "content": {"application/json": {"schema": schema}}}
     if operation.cli is not None:
         document["x-cli"] = f"compozy {operation.cli.command}"
     if operation.tool is not None:

@@ -15,7 +15,7 @@ INTEGER = {"type": "integer"}
 BOOLEAN = {"type": "boolean"}
 NUMBER = {"type": "number"}
 OBJECT = {"type": "object"}
-NULL = {"type": "object", "nullable": True, "enum": [None]}  # OpenAPI 3.0 spells "null" this way
+NULL = v.NULL_VALUE  # OpenAPI 3.0 spells "null" this way
 TIMESTAMP = {"type": "string", "format": "date-time"}
 
 
