@@ -109,4 +109,4 @@ FIELDS = frozenset(SESSION_KEYS) - {"id"}
 
 def _known(record, names):
     """The fields in the order meta.json has always listed them, without the ones still ABSENT."""
-    return {name: getattr(record, name) for name in names if getattr(record, name) is not ABSENT}
+    return {name: value for name in names if (value := getattr(record, name)) is not ABSENT}
