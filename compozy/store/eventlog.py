@@ -7,17 +7,15 @@ The append path uses one executemany per batch instead of an ORM object per row.
 import json
 import os
 import sqlite3
-import tempfile
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-
-from peewee import SQL, BooleanField, CharField, Check, IntegerField, Model, TextField
 
 from compozy.clock import now_iso
 from compozy.ids import new_ids
 from compozy.paths import FILE_MODE, write_all
 from compozy.store.db import EVENT_STORE_PRAGMAS, open_sqlite
+from compozy.store.eventschema import CARRIED_INSERT, IN_MEMORY_IMAGES, create_schema, template_bytes, with_carried
 from compozy.store.storedrecord import StoredRecord
 from compozy.store.transcriptrows import transcript_records
 from compozy.text import compact_json
@@ -27,86 +25,11 @@ SQLITE_MAX = 2**63 - 1
 DEFAULT_READ_LIMIT = 200
 ARCHIVE_FILTERS = ("active", "archived", "all")
 
-# The rules no model can state: events are never deleted; the owner stamp and the carried context never change.
-TRIGGERS = (
-    """CREATE TRIGGER IF NOT EXISTS store_owner_immutable BEFORE UPDATE ON store_owner
-        BEGIN SELECT RAISE(ABORT, 'store_owner is immutable'); END""",
-    """CREATE TRIGGER IF NOT EXISTS carried_context_immutable BEFORE UPDATE ON carried_context
-        BEGIN SELECT RAISE(ABORT, 'carried_context is immutable'); END""",
-    """CREATE TRIGGER IF NOT EXISTS events_append_only BEFORE DELETE ON events
-        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END""",
-)
-
 COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
 _encode = compact_json
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
           "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")
-
-
-def make_models(db):
-    """The tables of one events.db, bound to it (never rebind a global model per request); their
-    DDL is generated from these models."""
-
-    class Base(Model):
-        class Meta:
-            database = db
-
-    class Event(Base):
-        sequence = IntegerField(primary_key=True)  # the rowid: dense, assigned by the writer
-        id = CharField()  # a ULID: unique by construction, no index to pay for on every commit
-        turn_id = CharField(null=True)
-        type = CharField()
-        agent_name = CharField(null=True)
-        content = TextField()
-        archived = BooleanField(default=False, constraints=[SQL("DEFAULT 0")])
-        timestamp = CharField()
-
-        class Meta:
-            table_name = "events"
-
-    Event.add_index(Event.index(Event.turn_id, Event.sequence, name="events_turn"))
-    Event.add_index(Event.index(Event.type, Event.sequence, name="events_type"))
-
-    class TokenUsage(Base):
-        turn_id = CharField(primary_key=True)
-        usage = TextField()
-        updated_at = CharField()
-
-        class Meta:
-            table_name = "token_usage"
-
-    class StoreOwner(Base):
-        """Which session and workspace this file belongs to, stamped once."""
-
-        singleton = IntegerField(primary_key=True, constraints=[Check("singleton = 1")])
-        session_id = CharField()
-        workspace_id = CharField()
-        created_at = CharField()
-
-        class Meta:
-            table_name = "store_owner"
-
-    class CarriedContext(Base):
-        """What a continued or forked session carries from its source, written once at its creation."""
-
-        singleton = IntegerField(primary_key=True, constraints=[Check("singleton = 1")])
-        document = TextField()
-
-        class Meta:
-            table_name = "carried_context"
-
-    return Event, TokenUsage, StoreOwner, CarriedContext
-
-
-def create_schema(db):
-    """The models' tables and indexes, and the triggers; a no-op on a store that has them."""
-    models = make_models(db)
-    with db.atomic():
-        db.create_tables(models, safe=True)
-        for trigger in TRIGGERS:
-            db.execute_sql(trigger)
-    return models
 
 
 class EventLog:
@@ -125,13 +48,17 @@ class EventLog:
         """Write the file from a prebuilt empty store (in WAL mode, schema in place), with the context a
         derived session carries. A fresh WAL database costs ~3.5 ms, the template's bytes ~0.1 ms, the
         carried row added in memory ~0.5 ms (through a connection: 3-14 ms, SQLite fsyncs its new WAL)."""
-        image = _template_bytes() if carried is None else _with_carried(_encode(carried))
+        document = None if carried is None else _encode(carried)
+        in_memory = document is not None and IN_MEMORY_IMAGES
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
-            write_all(fd, image)
+            write_all(fd, with_carried(document) if in_memory else template_bytes())
         finally:
             os.close(fd)
         self._unopened_empty = True
+        if document is not None and not in_memory:
+            with self._write() as db:
+                db.execute_sql(CARRIED_INSERT, (document,))
         return self
 
     def _open(self):
@@ -309,42 +236,6 @@ class EventLog:
             (usage_model.insert(turn_id=turn_id, usage=json.dumps(usage), updated_at=now_iso())
              .on_conflict(conflict_target=[usage_model.turn_id],
                           preserve=[usage_model.usage, usage_model.updated_at]).execute())
-
-
-_template = []
-_template_lock = threading.Lock()
-
-
-def _template_bytes():
-    """An empty events.db image in WAL mode with the schema, built once per process."""
-    with _template_lock:
-        if not _template:
-            with tempfile.TemporaryDirectory() as scratch:
-                path = os.path.join(scratch, "events.db")
-                db = open_sqlite(path)
-                create_schema(db)
-                db.close()
-                with open(path, "rb") as handle:
-                    _template.append(handle.read())
-        return _template[0]
-
-
-def _with_carried(document):
-    """The template with its carried_context row: built in memory, where SQLite cannot use WAL, so
-    the image is marked a rollback-journal database there and a WAL one again on the way out (the
-    file format's version bytes 18 and 19: 1 rollback journal, 2 WAL)."""
-    image = bytearray(_template_bytes())
-    image[18:20] = b"\x01\x01"
-    memory = sqlite3.connect(":memory:")
-    try:
-        memory.deserialize(bytes(image))
-        with memory:
-            memory.execute("INSERT INTO carried_context (singleton, document) VALUES (1, ?)", (document,))
-        image = bytearray(memory.serialize())
-    finally:
-        memory.close()
-    image[18:20] = b"\x02\x02"
-    return bytes(image)
 
 
 class EventLogPool:

@@ -8,6 +8,7 @@ import pytest
 
 from compozy.ids import new_id
 from compozy.session.records.transcript import carry
+from compozy.store import eventlog
 from compozy.store.eventlog import EventLog
 
 LIMITS = (131072, 16384)
@@ -66,10 +67,12 @@ def test_a_read_through_an_earlier_sequence_stops_there(tmp_path):
         _carried(carry([r for r in _whole(log) if r["sequence"] <= through], LIMITS))
 
 
-def test_a_store_created_with_a_carried_context_holds_it_and_takes_events(tmp_path):
+@pytest.mark.parametrize("in_memory", [True, False])  # False: an SQLite without serialize (before 3.36)
+def test_a_store_created_with_a_carried_context_holds_it_and_takes_events(tmp_path, monkeypatch, in_memory):
+    monkeypatch.setattr(eventlog, "IN_MEMORY_IMAGES", in_memory and eventlog.IN_MEMORY_IMAGES)
     document = {"kind": "fork", "entries": [{"role": "user", "text": "é" * 70000}]}
     log = EventLog(str(tmp_path / "events.db"), new_id("sess"), new_id("ws")).create(document)
-    assert log.max_active_sequence() == 0 and not log.is_open  # a new store is not opened to answer that
+    assert log.max_active_sequence() == 0 and log.is_open is not in_memory  # not opened to answer that
     assert log.carried() == document
     log.append_one("user_message", "turn_1", {"text": "go", "message_id": "m1"})
     assert log.max_active_sequence() == 1
