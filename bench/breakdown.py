@@ -45,7 +45,7 @@ SPANS = {  # module path -> (owner attribute path, ...)
     "compozy.serialize": ("session_resource",),
     "compozy.session.records.store": ("SessionStore.create", "SessionStore.save"),
     "compozy.session.records.workspaces": ("Workspaces.for_path",),
-    "compozy.store.catalog": ("Catalog.workspace_by", "Catalog.upsert_session", "Catalog.list_sessions",
+    "compozy.store.catalog": ("Catalog.workspace_by", "Catalog.upsert_sessions", "Catalog.list_sessions",
                               "Catalog.admission", "Catalog.admission_by_message", "Catalog.add_admission",
                               "Catalog.update_admission", "Catalog.entries"),
     "compozy.store.eventlog": ("EventLog.create", "EventLog.append", "new_id"),

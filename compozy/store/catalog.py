@@ -15,7 +15,7 @@ from compozy.errors import CompozyError
 from compozy.store.db import Guarded, open_sqlite
 from compozy.store.derivations import Derived
 from compozy.store.rows import marks, select_rows, update_row
-from compozy.store.sessionindex import session_row, upsert
+from compozy.store.sessionindex import upsert
 
 
 
@@ -172,12 +172,9 @@ class Catalog:
 
     # -- sessions ---------------------------------------------------------------
 
-    def upsert_session(self, doc, resource=None, orphaned=False, meta_mtime=None):
-        """Index a session document; resource is its rendered read (JSON text) for fast lists."""
-        self.upsert_sessions([session_row(doc, resource, orphaned, meta_mtime)])
-
     def upsert_sessions(self, rows):
-        """Index many sessions at once (sessionindex.session_row rows)."""
+        """Index sessions, one or many at once (sessionindex.session_row rows: a document and its
+        rendered read, the JSON text a list returns)."""
         with self.guard.write() as db:
             upsert(db, rows)
 
