@@ -96,7 +96,15 @@ class Children:
             timer.cancel()
 
     def _reap_children(self, parent_id):
-        for child in self.live_children(parent_id):
+        if not self.services.accepting:
+            return  # a shutdown stops every parent: it stops the children itself, and boot reaps the rest
+        try:
+            children = self.live_children(parent_id)
+        except Exception:  # noqa: BLE001 (the catalog closed under a shutdown that began meanwhile)
+            if self.services.accepting:
+                log.exception("finding the spawned children of %s failed", parent_id)
+            return
+        for child in children:
             self._reap(child.id, StopCause.PARENT_STOPPED, f"parent session {parent_id} stopped")
 
     def _schedule(self, record):
