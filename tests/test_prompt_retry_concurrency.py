@@ -78,7 +78,7 @@ def test_twenty_identical_prompts_to_a_busy_session_act_once(daemon, api, home, 
     prompt = _one_effect(at_once(daemon.http_url, "POST", spath(session, "prompt"), [body] * CLIENTS), status)
     assert prompt["disposition"] == disposition
     if mode == "queue":
-        entries = api.call("GET", spath(session, "prompt/queue"))[1]["entries"]
+        entries = api.call("GET", spath(session, "prompt", "queue"))[1]["entries"]
         assert [e["id"] for e in entries] == [prompt["entry_id"]]
     else:
         wait_for(lambda: _ended(home, session, held), what="the interrupted turn's end")
