@@ -20,6 +20,7 @@ from pexpect.spawnbase import SpawnBase
 
 from compozy import proc
 from compozy.acp import protocol
+from compozy.acp.output import StdoutLedger
 from compozy.acp.protocol import ProtocolIssue, Request, Response
 
 log = logging.getLogger("compozy.acp")
@@ -71,7 +72,7 @@ class AgentSpawn(PopenSpawn):
 
     PopenSpawn merges stderr into stdout (stderr log lines would interleave with JSON-RPC
     frames) and reads 1 KiB at a time through a second thread; this subclass keeps the
-    pexpect send/kill/wait interface and lets AgentProcess read stdout in 64 KiB chunks.
+    pexpect send/kill/wait interface and lets AgentProcess read stdout in 64 KiB chunks (StdoutLedger).
     """
 
     def __init__(self, argv, cwd, env):  # noqa: super().__init__ is replaced on purpose
@@ -84,13 +85,6 @@ class AgentSpawn(PopenSpawn):
         self.closed = False
         self._buf = b""
 
-    def read_chunk(self):
-        """Blocking read of whatever stdout has; b"" at EOF."""
-        try:
-            return os.read(self.proc.stdout.fileno(), READ_CHUNK)
-        except OSError:
-            return b""
-
 
 class AgentProcess:
     """A running agent. handler receives on_updates(list of session/update params), on_request(Request),
@@ -99,7 +93,7 @@ class AgentProcess:
     def __init__(self, argv, cwd, env, handler, marker=None, label="agent"):
         self.argv, self.cwd, self.env = list(argv), cwd, env
         self.handler, self.marker, self.label = handler, marker, label
-        self.spawn = None
+        self.spawn = self.stdout = None
         self.identity = None
         self._ids = itertools.count()
         self._pending = {}
@@ -121,6 +115,7 @@ class AgentProcess:
     def start(self):
         """Spawn and record identity; OSError (missing command, bad cwd) propagates."""
         self.spawn = AgentSpawn(self.argv, self.cwd, self.env)
+        self.stdout = StdoutLedger(self.spawn.proc.stdout.fileno())
         self.identity = proc.identify(self.spawn.pid)
         os.set_blocking(self.spawn.proc.stdin.fileno(), False)
         for target, name in ((self._read_stdout, "stdout"), (self._drain_stderr, "stderr"),
@@ -151,6 +146,10 @@ class AgentProcess:
             return False
         self._record_exit()
         return True
+
+    def settle_output(self, timeout):
+        """Wait until what the agent wrote to stdout before now is handled (persisted); False on timeout."""
+        return self.stdout is None or self.stdout.settle(timeout)
 
     def kill_tree(self, term_grace, kill_grace):
         if self.identity is None:  # it exited before its identity could be read: reap it
@@ -270,13 +269,15 @@ class AgentProcess:
         splitter = protocol.LineSplitter()
         try:
             while True:
-                data = self.spawn.read_chunk()
+                data = self.stdout.read(READ_CHUNK)
                 if not data:
                     break
                 self._dispatch_lines(splitter.feed(data))
+                self.stdout.handled(data)
             for issue in splitter.finish():
                 self._safely(self.handler.on_issue, issue)
         finally:
+            self.stdout.close()
             _close(self.spawn.proc.stdout)
             self._on_stdout_closed()
 

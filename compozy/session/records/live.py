@@ -27,6 +27,7 @@ PROCESSLESS = (RuntimeStatus.UNBOUND.value, RuntimeStatus.RECOVERING.value)  # n
 UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok"}  # before the first sweep: nothing known wrong
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
+OUTPUT_SETTLE_TIMEOUT = 2.0  # a native tool call waits at most this long for the agent's earlier output
 
 
 @dataclass
@@ -180,7 +181,11 @@ class LiveSession:
 
     @contextmanager
     def serving_tool_call(self):
-        """While the daemon serves a native tool call of this session, its turn waits on us, not on the agent."""
+        """While the daemon serves a native tool call of this session, its turn waits on us, not on the agent.
+        What the agent wrote to stdout before it called (a tool's result, say) is stored first."""
+        runtime = self.runtime
+        if runtime is not None and not runtime.process.settle_output(OUTPUT_SETTLE_TIMEOUT):
+            log.warning("session %s: a native tool call came before the agent's earlier output was read", self.id)
         with self.lock:
             turn = self.turn
             if turn is not None:
