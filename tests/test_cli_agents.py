@@ -4,6 +4,7 @@ through the real CLI against a real daemon."""
 import json
 import os
 import signal
+import sys
 
 from tests.harness.cli import cli_json, run_cli
 from tests.test_daemon import wait_for
@@ -101,7 +102,8 @@ def test_binding_progress_on_stderr_and_the_handshake_timeout_setting(home, daem
     sid = cli_json(daemon.home, "session", "new", "--cwd", str(workspace))["session"]["id"]
     first = run_cli(daemon.home, "session", "prompt", sid, "hi")
     assert first.returncode == 0, first.stderr
-    assert "starting general (python3 -m compozy agent reference)…" in first.stderr
+    python = os.path.basename(sys.executable)  # the reference agent runs on the daemon's own interpreter
+    assert f"starting general ({python} -m compozy agent reference)…" in first.stderr
     assert "ready after " in first.stderr
     again = run_cli(daemon.home, "session", "prompt", sid, "again")
     assert "starting" not in again.stderr  # its agent runs already

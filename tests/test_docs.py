@@ -50,3 +50,12 @@ def test_every_cli_group_help_has_an_example(path):
     _, found, example = result.output.partition("Example:\n")
     assert found, f"compozy {path} --help has no Example: block"
     assert f"compozy {path}".strip() in example.split("\n\n")[0], f"the example of compozy {path} does not use it"
+
+
+def test_ci_runs_exactly_the_readme_test_command_in_a_fresh_environment():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^    (python3 -m venv \.venv .*)$", readme, re.MULTILINE)
+    assert len(commands) == 2, "the first screen has two one-line commands, each making its own .venv"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert commands[1] in ci, "CI must call exactly the README's test command"
+    assert ci.index("rm -rf .venv") < ci.index(commands[1]), "CI starts from a new virtual environment"
