@@ -85,7 +85,7 @@ RUNTIME = Machine("runtime", RuntimeStatus, {
     (RuntimeStatus.READY, RuntimeStatus.UNBOUND),  # released, retired, lost outside a turn, or stopped
     (RuntimeStatus.READY, RuntimeStatus.RECOVERING),  # lost mid-turn
     (RuntimeStatus.RECOVERING, RuntimeStatus.READY),  # a replacement took the turn over
-    (RuntimeStatus.RECOVERING, RuntimeStatus.UNBOUND),  # exhausted, or stopped during backoff
+    (RuntimeStatus.RECOVERING, RuntimeStatus.UNBOUND),  # exhausted, or the turn cancelled or stopped meanwhile
 }, repairs={(status, RuntimeStatus.UNBOUND) for status in RuntimeStatus if status != RuntimeStatus.UNBOUND})
 
 
@@ -107,7 +107,7 @@ TURN = Machine("turn", TurnPhase, {
     (TurnPhase.PROMPTING, TurnPhase.DONE),  # answered, or failed
     (TurnPhase.CANCELLING, TurnPhase.DONE),  # answered cancelled, or forced through the ladder
     (TurnPhase.RECOVERING, TurnPhase.PROMPTING),  # a replacement agent took the prompt
-    (TurnPhase.RECOVERING, TurnPhase.DONE),  # exhausted, or cancelled during backoff
+    (TurnPhase.RECOVERING, TurnPhase.DONE),  # exhausted, or cancelled (or stopped) during recovery
 })
 
 

@@ -50,7 +50,7 @@ class Recovery:
         while state["attempt"] < len(DELAYS):
             state["attempt"] += 1
             if not self._wait_backoff(session, turn, state, error):
-                return None
+                return self._abandon(session)
             try:
                 replay_reason = self.binder.bind(session, turn, RuntimeTransition.AUTOMATIC_RECOVERY)
             except BindFailure as failure:
@@ -58,7 +58,18 @@ class Recovery:
                 state["last_error"] = error[:500]
                 continue
             return self._resume(session, turn, replay_reason)
+        if turn.cancel_reason or session.stop_operation is not None:  # a person's cancel wins over exhaustion
+            return self._abandon(session)
         return GiveUp(state["attempt"], error, lost)
+
+    @staticmethod
+    def _abandon(session):
+        """Cancelled or stopped during recovery: no process serves the session and none is being bound, so the
+        runtime is unbound (the next prompt binds afresh, loading the agent's session); None for the runner."""
+        with session.lock:
+            if session.runtime is None and session.record.runtime.status == RuntimeStatus.RECOVERING:
+                session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", recovery=None, process=None)
+        return None
 
     def _forget(self, session, runtime):
         with session.lock:
