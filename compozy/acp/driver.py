@@ -99,7 +99,7 @@ class AgentProcess:
         self._pending = {}
         self._pending_lock = threading.Lock()
         self._outbox = queue.SimpleQueue()
-        self._send_lock = threading.Lock()
+        self._send_lock = threading.RLock()  # _write_line hands its rest to _enqueue under it
         self._queued = 0  # messages handed to the writer thread and not yet written whole
         self._stdin_closed = False
         self._stderr = deque()
@@ -191,7 +191,7 @@ class AgentProcess:
                 pending.resolve(error=AgentExited(f"{self.label} is gone"))
                 return pending
             self._pending[call_id] = pending
-        self._outbox.put(line)
+        self._write_line(line)
         return pending
 
     def call(self, method, params, timeout):
@@ -205,15 +205,18 @@ class AgentProcess:
         if len(line) > protocol.MAX_LINE_BYTES:  # the agent would drop it and wait for ever
             return self.respond_error(request_id, protocol.INTERNAL_ERROR,
                                       f"the answer is {len(line)} bytes encoded; the limit is {protocol.MAX_LINE_BYTES}")
-        self._outbox.put(line)
+        self._write_line(line)
 
     def respond_error(self, request_id, code, message, data=None):
         self._send(protocol.make_error(request_id, code, message, data))
 
     def _send(self, message):
-        """Written here when nothing waits for the writer thread and the pipe takes it (a thread
-        hand-off cost 0.3-0.9 ms a message); what the pipe does not take goes to the thread, in order."""
-        data = protocol.encode(message)
+        self._write_line(protocol.encode(message))
+
+    def _write_line(self, data):
+        """Every line out goes through here. It is written at once when nothing waits for the writer
+        thread and the pipe takes it (a thread hand-off cost 0.3-0.9 ms a message); what the pipe does
+        not take goes to the thread, counted and in order, so no later line can overtake it."""
         with self._send_lock:
             if self._stdin_closed:
                 return
@@ -222,13 +225,14 @@ class AgentProcess:
                 if written is None or written == len(data):
                     return  # None: the agent is gone; the stdout reader reports the exit
                 data = data[written:]
-            self._queued += 1
-        self._outbox.put(data)
+            self._enqueue(data)
 
     def _enqueue(self, data):
+        """Hand data (None: close stdin) to the writer thread. Counted and queued under one lock: a
+        line's rest must follow its first part before any other sender's line."""
         with self._send_lock:
             self._queued += 1
-        self._outbox.put(data)
+            self._outbox.put(data)
 
     def _write_some(self, data):
         """How much of data the pipe took at once (0 when full); None when the agent is gone."""
