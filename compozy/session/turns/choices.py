@@ -45,11 +45,18 @@ def chosen(options, option_id=None, decision=None):
     if option_id is not None:
         option = next((o for o in options if o["option_id"] == option_id), None)
         if option is None:
-            raise CompozyError("permission_option_not_offered", f"the agent did not offer option {option_id!r}",
-                               option_id=option_id, options=list(options))
+            raise CompozyError("permission_option_not_offered", f"the agent did not offer option {option_id!r}; "
+                               f"{offered_text(options)}", option_id=option_id, options=list(options))
         return option
     option = first_of_kinds(options, (decision.replace("-", "_"),))
     if option is None:
         raise CompozyError("permission_option_unavailable", f"the agent offered no {decision} option; "
-                           "choose one of the offered options by option_id", decision=decision, options=list(options))
+                           f"{offered_text(options)}", decision=decision, options=list(options))
     return option
+
+
+def offered_text(options):
+    """The offered options in words, for a refusal: `offered: ID (name, kind); ...`."""
+    described = [o["option_id"] + (f" ({', '.join(part for part in (o.get('name'), o.get('kind')) if part)})"
+                                   if o.get("name") or o.get("kind") else "") for o in options]
+    return "offered: " + ("; ".join(described) if described else "nothing")
