@@ -69,11 +69,24 @@ def permission_prompt(content):
     return colour(f"\n[permission] {what}{where}: {choices}  (type a number or a name)", err=True, bold=True)
 
 
+def permission_summary(content):
+    """A permission event in a few words, its ID last: what it offers, or the answer it got."""
+    if content.get("decision"):
+        return f"{chosen_option(content)} {content.get('request_id')}"
+    choices = ", ".join(option_label(o) for o in options_of(content)) or "no options"
+    return f"{content.get('title') or content.get('action') or ''}: {choices} {content.get('request_id')}"
+
+
 def answered_permission(content):
-    """An answered request: the option chosen (as the agent named it), its decision and who answered."""
+    """An answered request as attach shows it."""
+    return f"[permission {content['request_id']}: {chosen_option(content)}]"
+
+
+def chosen_option(content):
+    """The option an answer chose (as the agent named it), its decision and who or what chose it."""
     option = content.get("option")
     named = f"{option_label(option)} " if isinstance(option, dict) and option.get("option_id") else ""
-    return f"[permission {content['request_id']}: {named}({content['decision']}, {content.get('reason') or 'answered'})]"
+    return f"{named}({content['decision']}, {content.get('reason') or 'answered'})"
 
 
 def conversation_line(record):
