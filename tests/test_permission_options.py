@@ -3,12 +3,13 @@ hands back to fix the request, what the CLI prints, and two people answering the
 
 import threading
 
+import pexpect
 import pytest
 
 from compozy.cli.client import Client
 from compozy.errors import CompozyError
 from tests.harness.api import events, spath, wait_for
-from tests.harness.cli import run_cli
+from tests.harness.cli import run_cli, spawn_cli
 from tests.harness.daemon import DaemonProcess
 
 OFFER = "[permission edit go/allow_once/Go ahead | never/reject_always/Never]"
@@ -19,7 +20,7 @@ def held(home, workspace):
     """(daemon, api, session, request_id): an edit held for a person, offering the agent's two options."""
     (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
     daemon = DaemonProcess(home).start()
-    api = Client(daemon.http_url, timeout=30)
+    api = Client(daemon.socket_url, timeout=30)
     session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
     turn_id = api.call("POST", spath(session, "prompt"), {"message": f"{OFFER} go"})[1]["prompt"]["turn_id"]
     pending = wait_for(lambda: events(api, session, turn_id=turn_id, type="permission"), what="the held request")
@@ -91,5 +92,22 @@ def test_hostile_option_names_reach_a_terminal_harmless(home, workspace):
         run_cli(home, "session", "prompt", sid, "[permission edit ok/allow_once/Fine\x1b\u202eenif] go")
         shown = run_cli(home, "session", "events", sid, "--type", "permission").stdout
         assert "\x1b" not in shown and "\u202e" not in shown and "Fine\\x1b\\u202eenif (allow-once, mode approve-all)" in shown
+    finally:
+        daemon.stop()
+
+
+def test_a_prompt_followed_on_the_cli_names_the_options_to_approve_with(home, workspace):
+    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+    daemon = DaemonProcess(home).start()
+    try:
+        sid = run_cli(home, "session", "new", "--cwd", str(workspace), "-q").stdout.strip()
+        child = spawn_cli(home, "session", "prompt", sid, f"{OFFER} go", extra_env={"NO_COLOR": "1"})
+        child.expect(r"\[permission pending: (perm_\w+) Reference edit; options: go \(Go ahead\), never \(Never\)\]")
+        approved = run_cli(home, "session", "approve", sid, child.match.group(1), "--option", "go", "-o", "json")
+        assert approved.returncode == 0 and '"option_id": "go"' in approved.stdout
+        child.expect("permission granted: go echo: go")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
     finally:
         daemon.stop()

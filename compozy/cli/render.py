@@ -25,7 +25,9 @@ def print_event(record):
     elif kind == "tool_call" and not content.get("update"):
         click.echo(f"\n[tool {content.get('title') or content.get('tool_call_id')}]", err=True)
     elif kind == "permission" and "decision" not in content:
-        click.echo(f"\n[permission pending: {content.get('request_id')} {content.get('title') or ''}]", err=True)
+        offered = ", ".join(f"{o['option_id']} ({option_label(o)})" for o in options_of(content)) or "none"
+        click.echo(f"\n[permission pending: {content.get('request_id')} {content.get('title') or ''}; "
+                   f"options: {offered}]", err=True)
     elif kind == "done":
         click.echo("")
         if content.get("stop_reason") != "end_turn":
