@@ -57,6 +57,8 @@ ERRORS = {
     "session_not_derivable": ErrorKind(409, "only user sessions can be rewound, continued or forked"),
     "session_daemon_managed": ErrorKind(409, "the daemon manages this session; users do not stop or remove it"),
     "spawn_limit_reached": ErrorKind(409, "the parent already has 5 live spawned children"),
+    "permission_option_unavailable": ErrorKind(409, "the agent offered no option of that decision's kind"),
+    "permission_option_not_offered": ErrorKind(409, "option_id names none of the options the agent offered"),
     # 413
     "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
     "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),

@@ -40,6 +40,7 @@ from compozy.session.turns.engine import TurnEngine
 from compozy.session.turns.identity import Identities
 from compozy.session.turns import titles
 from compozy.session.turns.tool_calls import ToolCalls
+from compozy.session.turns.choices import outcome
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
@@ -274,10 +275,10 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         """Answer a pending permission request."""
         session = self._session(session_id, workspace)
         body = v.check_body(body, v.APPROVE_FIELDS)
+        v.APPROVE_CHOICE.check(body)
         validate_id(body["request_id"], "perm", field="request_id", not_found="permission_request_not_found")
-        if not self.requests.decide(session, body["request_id"], body["decision"]):
-            raise CompozyError("permission_request_not_found", f"no pending request {body['request_id']}")
-        return {"permission": {"request_id": body["request_id"], "decision": body["decision"], "status": "approved"}}
+        option = self.requests.approve(session, body["request_id"], body.get("option_id"), body.get("decision"))
+        return {"permission": {"request_id": body["request_id"], **outcome(option), "status": "approved"}}
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -363,6 +363,11 @@ class PermissionDecision(StrEnum):
     REJECT_ALWAYS = "reject-always"
 
 
+# What an answered permission request says besides a decision above: an option of a kind outside
+# ACP's four was chosen, or it was answered without an option.
+PERMISSION_SELECTED, PERMISSION_CANCELLED = "selected", "cancelled"
+
+
 class Attention(StrEnum):
     STOP_VERIFICATION_FAILED = "stop_verification_failed"
     SUPERVISION_UNKNOWN = "supervision_source_unknown"

@@ -112,6 +112,15 @@ class Rule:
             return {"anyOf": [{"allOf": present}, {"not": {"anyOf": present}}]}
         return {"not": {"allOf": present}}
 
+    def check(self, body):
+        """Refuse a checked body (absent and null alike) that breaks the rule."""
+        given = [name for name in self.names if name in body]
+        broken = {"one_of": len(given) != 1, "together": 0 < len(given) < len(self.names),
+                  "not_both": len(given) == len(self.names)}[self.kind]
+        if broken:
+            wanted = {"one_of": "exactly one of", "together": "all or none of", "not_both": "at most one of"}[self.kind]
+            raise invalid(f"give {wanted} {' and '.join(self.names)}", fields=list(self.names))
+
 
 def one_of(*names):
     return Rule("one_of", names)
@@ -252,8 +261,9 @@ STEER_FIELDS = {"expected_turn_id": identifier("turn", required=True), "message"
                 "idempotency_key": token()}
 SELECTION_FIELDS = {"runtime": mapping(required=True, fields=RUNTIME_FIELDS),
                     "expected_revision": integer(required=True)}
-APPROVE_FIELDS = {"request_id": text(required=True), "decision": text(required=True, choices=tuple(PermissionDecision)),
-                  "turn_id": text()}
+APPROVE_FIELDS = {"request_id": text(required=True), "option_id": text(max_length=1000),
+                  "decision": text(choices=tuple(PermissionDecision)), "turn_id": text()}
+APPROVE_CHOICE = one_of("option_id", "decision")
 STOP_FIELDS = {"wait": boolean()}
 FENCE_NAMES = ("expected_epoch", "expected_generation", "expected_max_sequence")
 FENCE_FIELDS = {name: integer(minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}

@@ -70,6 +70,36 @@ def test_attach_shows_recent_events_prompts_and_detaches_leaving_the_turn_runnin
     assert events_of(daemon.home, sid, "done")[-1]["content"]["stop_reason"] == "end_turn"
 
 
+def test_attach_offers_the_agents_own_options_and_asks_again_for_anything_else(approve_reads, daemon, workspace):
+    sid = create(daemon.home, workspace)
+    child = attach(daemon.home, sid)
+    child.sendline("[permission edit go/allow_once/Go ahead | never/reject_always/Never | plan/switch_mode] first")
+    child.expect(r"\[permission\] Reference edit: 1\) Go ahead  2\) Never  3\) plan  \(type a number or a name\)")
+    # Neither a number nor a name of an offered option: asked again, never sent to the agent as a prompt.
+    for typed in ("maybe", "4", "allow once"):
+        child.sendline(typed)
+        child.expect(f"'{typed}' is none of the options; type 1-3 or an option's name")
+        child.expect(r"\[permission\] Reference edit: 1\) Go ahead")
+    child.sendline("NEVER")  # a name, whatever its letter case
+    child.expect(r"\[permission perm_\w+: Never \(reject-always, user\)\]")
+    child.expect("permission denied: never")
+    child.expect("echo: first")
+    child.sendline("[permission execute go/allow_once/Go ahead | never/reject_always/Never] second")
+    child.expect(r"1\) Go ahead  2\) Never")
+    child.sendline("1")
+    child.expect(r"\[permission perm_\w+: Go ahead \(allow-once, user\)\]")
+    child.expect("permission granted: go")
+    child.expect("echo: second")
+    # With nothing pending, text is a prompt again.
+    child.sendline("maybe")
+    child.expect("echo: maybe")
+    assert detach(child) == 0
+    prompts = [e["content"]["text"] for e in events_of(daemon.home, sid, "user_message")]
+    assert prompts == [prompts[0], prompts[1], "maybe"] and "first" in prompts[0] and "second" in prompts[1]
+    answers = [e["content"] for e in events_of(daemon.home, sid, "permission") if e["content"].get("decision")]
+    assert [(a["option"]["option_id"], a["reason"]) for a in answers] == [("never", "user"), ("go", "user")]
+
+
 def test_attach_busy_modes_and_slash_commands(daemon, workspace):
     sid = create(daemon.home, workspace)
     child = attach(daemon.home, sid)

@@ -267,7 +267,8 @@ def _violations(rule, valid):
 
 
 RULE_SAMPLES = {"workspace_path": "/tmp", "expected_epoch": 0, "expected_generation": 0, "expected_max_sequence": 0,
-                "route": 1, "runtime": {"model": "m"}, "message_id": "m1", "idempotency_key": "k1"}
+                "route": 1, "runtime": {"model": "m"}, "message_id": "m1", "idempotency_key": "k1",
+                "decision": "allow-once", "option_id": "allow"}
 
 
 @pytest.mark.parametrize("operation", RULED, ids=[op.name for op in RULED])

@@ -196,18 +196,45 @@ def test_queue_while_busy_then_edit_and_cancel_queued_input(web):
 
 
 @needs_browser
-def test_a_permission_request_is_answered_from_its_buttons(web):
+def test_a_held_file_write_is_answered_from_its_buttons(web):
     from playwright.sync_api import expect
     page = web.page
     web.open(f"/sessions/{web.session()['id']}")
     web.send("[write notes.txt hello] done")
     options = page.get_by_role("group", name="Permission options")
-    expect(options.get_by_role("button")).to_have_text(["Allow once", "Allow always", "Reject once", "Reject always"])
+    expect(options.get_by_role("button")).to_have_text(["Allow", "Reject"])  # the daemon's own two
     expect(page.locator("#working")).to_contain_text("waiting for permission")
-    options.get_by_role("button", name="Allow once").click()
+    options.get_by_role("button", name="Allow").click()
     expect(web.agent_text().last).to_have_text("wrote notes.txt echo: done")
-    expect(page.locator(".permission .decision")).to_have_text("Allow once (user)")
+    expect(page.locator(".permission .decision")).to_have_text("Allow (user)")
     assert (web.workspace / "notes.txt").read_text() == "hello"
+
+
+@needs_browser
+def test_a_permission_request_shows_the_agents_own_options_and_answers_with_the_one_clicked(web):
+    from playwright.sync_api import expect
+    page = web.page
+    session = web.session()
+    web.open(f"/sessions/{session['id']}")
+    # Only "Allow" (allow_once) and "Reject always", then a custom name, a kind ACP does not know and no name.
+    web.send("[permission edit ok/allow_once/Allow | never/reject_always/Reject always] "
+             "[permission execute go/allow_always/Go ahead, always | plan/switch_mode/Keep planning | bare] both")
+    options = page.get_by_role("group", name="Permission options")
+    expect(options.get_by_role("button")).to_have_text(["Allow", "Reject always"])
+    options.get_by_role("button", name="Reject always").click()
+    expect(page.locator(".permission .decision").first).to_have_text("Reject always (user)")
+    expect(options.get_by_role("button")).to_have_text(["Go ahead, always", "Keep planning", "bare"])
+    options.get_by_role("button", name="Keep planning").click()
+    expect(web.agent_text()).to_have_text(["permission denied: never", "permission denied: plan echo: both"])
+    expect(page.locator(".permission .decision")).to_have_text(["Reject always (user)", "Keep planning (user)"])
+    _, document = web.client.call("GET", f"/api/workspaces/{session['workspace_id']}/sessions/{session['id']}/events",
+                                  query={"type": "permission"})
+    chosen = [e["content"]["option"]["option_id"] for e in document["events"] if e["content"].get("decision")]
+    assert chosen == ["never", "plan"]
+    # Reopened, the page shows what was answered, not buttons.
+    page.reload()
+    expect(page.locator(".permission .decision")).to_have_text(["Reject always (user)", "Keep planning (user)"])
+    expect(page.get_by_role("group", name="Permission options")).to_have_count(0)
 
 
 @needs_browser

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from compozy import boundary
 from compozy.acp import protocol
-from compozy.states import PermissionDecision
 
 log = logging.getLogger("compozy.acp.requests")
 
@@ -21,10 +20,7 @@ WRITE_TEXT_FILE = "fs/write_text_file"
 FILE_METHODS = (READ_TEXT_FILE, WRITE_TEXT_FILE)
 ACCESS_DENIED = -32001
 MAX_READ_BYTES = 8 * 1024 * 1024
-OPTION_KIND = {PermissionDecision.ALLOW_ONCE: ("allow_once", "allow_always"),
-               PermissionDecision.ALLOW_ALWAYS: ("allow_always", "allow_once"),
-               PermissionDecision.REJECT_ONCE: ("reject_once", "reject_always"),
-               PermissionDecision.REJECT_ALWAYS: ("reject_always", "reject_once")}
+ALLOWING_KINDS = ("allow_once", "allow_always")
 
 
 @dataclass(frozen=True)
@@ -35,7 +31,7 @@ class PermissionAsk:
     title: object
     kind: str
     paths: list
-    option_ids: list
+    options: list  # [{"option_id", "name", "kind"}] as offered (offered_options)
 
 
 def handle(client, listener, request):
@@ -69,32 +65,36 @@ def _handle(client, listener, request):
 def _permission(client, listener, request):
     params = request.params
     tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
-    options = [o for o in params.get("options") or [] if isinstance(o, dict)]
     paths = [loc.get("path") for loc in tool_call.get("locations") or [] if isinstance(loc, dict)]
     ask = PermissionAsk(tool_call.get("toolCallId"), tool_call.get("title"), str(tool_call.get("kind") or "other"),
-                        paths, [o.get("optionId") for o in options])
-    listener.permission(client, ask, PermissionReply(client.process, request.id, options))
+                        paths, offered_options(params.get("options")))
+    listener.permission(client, ask, PermissionReply(client.process, request.id))
+
+
+def offered_options(options):
+    """The agent's options in the interface's shape and the agent's order. A missing or non-text name or
+    kind stays missing and an unknown kind is kept; an entry without a text optionId cannot be answered
+    with, so it is left out."""
+    offered = []
+    for option in options if isinstance(options, list) else []:
+        if not isinstance(option, dict) or not isinstance(option.get("optionId"), str):
+            log.warning("ignored a permission option without an optionId: %.200r", option)
+            continue
+        offered.append({"option_id": option["optionId"],
+                        **{key: option[key] for key in ("name", "kind") if isinstance(option.get(key), str)}})
+    return offered
 
 
 class PermissionReply:
-    """Answers one permission request with the option that carries the decision's kind."""
+    """Answers one permission request with the option chosen, or cancelled for None."""
 
-    def __init__(self, process, rpc_id, options):
-        self.process, self.rpc_id, self.options = process, rpc_id, options
+    def __init__(self, process, rpc_id):
+        self.process, self.rpc_id = process, rpc_id
 
-    def answer(self, decision):
-        option = None if decision == "cancelled" else _option_for(self.options, decision)
+    def answer(self, option):
         if option is None:
             return self.process.respond(self.rpc_id, {"outcome": {"outcome": "cancelled"}})
-        return self.process.respond(self.rpc_id, {"outcome": {"outcome": "selected", "optionId": option}})
-
-
-def _option_for(options, decision):
-    for kind in OPTION_KIND[PermissionDecision(decision)]:
-        for option in options:
-            if option.get("kind") == kind:
-                return option.get("optionId")
-    return None
+        return self.process.respond(self.rpc_id, {"outcome": {"outcome": "selected", "optionId": option["option_id"]}})
 
 
 # -- file system ------------------------------------------------------------------------------
@@ -142,11 +142,12 @@ class WriteReply:
         self.process, self.rpc_id = process, rpc_id
         self.root, self.path, self.data = root, path, data
 
-    def answer(self, decision):
+    def answer(self, option):
         """The write happens now, opened race-free beneath the root: whatever the path became while
         the request waited for approval, nothing outside the workspace is touched."""
-        if not decision.startswith("allow"):
-            return self.process.respond_error(self.rpc_id, ACCESS_DENIED, f"write not approved ({decision})")
+        if option is None or option.get("kind") not in ALLOWING_KINDS:
+            chosen = option["option_id"] if option is not None else "cancelled"
+            return self.process.respond_error(self.rpc_id, ACCESS_DENIED, f"write not approved ({chosen})")
         try:
             boundary.write_file(self.root, self.path, self.data)
         except boundary.OutsideWorkspace as exc:

@@ -41,7 +41,7 @@ _ARGUMENT_PATTERNS = {
     "hang": "",
     "ignore-term": "",
     "grandchild": r"(setsid)?",
-    "permission": "(" + "|".join(PERMISSION_KINDS) + ")",
+    "permission": "(" + "|".join(PERMISSION_KINDS) + r")(?:\s+(.+))?",
     "tool": r"(.+)",
     "tool-open": r"(.+)",
     "write": r"(\S+)\s+(\S+)",
@@ -176,8 +176,30 @@ def error_message(error: dict) -> str:
     return str(error.get("message", "")) or f"error {error.get('code')}"
 
 
-def permission_outcome(response: protocol.Response | None) -> tuple[str, str]:
-    """("granted" | "denied" | "cancelled", label) from the client's answer."""
+def permission_options(spec: str | None) -> list:
+    """The options a [permission KIND SPEC] offers: the four of PERMISSION_OPTIONS without a SPEC; none for
+    `none`; else `ID/KIND/NAME | ...` in that order, where an empty KIND or a missing /NAME leaves that field out
+    and KIND may be one ACP does not know."""
+    if spec is None:
+        return PERMISSION_OPTIONS
+    if spec.strip() == "none":
+        return []
+    options = []
+    for entry in spec.split("|"):
+        option_id, _, rest = entry.strip().partition("/")
+        kind, has_name, name = rest.partition("/")
+        option = {"optionId": option_id}
+        if kind.strip():
+            option["kind"] = kind.strip()
+        if has_name:
+            option["name"] = name.strip()
+        options.append(option)
+    return options
+
+
+def permission_outcome(response: protocol.Response | None, options: list) -> tuple[str, str]:
+    """("granted" | "denied" | "invalid" | "cancelled", label) from the client's answer: granted for an offered
+    option of an allow kind, invalid for an optionId that was not offered."""
     if response is None:
         return "cancelled", ""
     if response.error:
@@ -188,7 +210,10 @@ def permission_outcome(response: protocol.Response | None) -> tuple[str, str]:
     if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
         return "cancelled", ""
     option_id = str(outcome.get("optionId"))
-    return ("granted" if option_id.startswith("allow") else "denied"), option_id
+    chosen = next((option for option in options if option["optionId"] == option_id), None)
+    if chosen is None:
+        return "invalid", option_id
+    return ("granted" if chosen.get("kind") in ("allow_once", "allow_always") else "denied"), option_id
 
 
 class DirectiveSteps:
@@ -249,16 +274,17 @@ class DirectiveSteps:
             pid_file.write(f"{child.pid}\n")
         self.say(f"spawned {child.pid} ")
 
-    def do_permission(self, kind: str) -> None:
+    def do_permission(self, kind: str, spec: str | None) -> None:
         title = f"Reference {kind}"
         location = {"path": os.path.join(self.session.cwd, f"reference-{kind}.txt")}
         call_id = self.start_tool_call(title, kind, "pending", locations=[location])
         self.open_tool_calls.append(call_id)
+        options = permission_options(spec)
         response = self.ask_client("session/request_permission", {
             "toolCall": {"toolCallId": call_id, "title": title, "kind": kind},
-            "options": PERMISSION_OPTIONS,
+            "options": options,
         })
-        outcome, label = permission_outcome(response)
+        outcome, label = permission_outcome(response, options)
         if outcome == "cancelled":
             raise TurnCancelled()
         self.open_tool_calls.remove(call_id)

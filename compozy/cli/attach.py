@@ -3,7 +3,8 @@
 Layer 6 (surface). One thread follows the session's committed events (resuming by sequence after a
 dropped connection) and prints them; the main thread reads lines and sends them as prompts (the
 daemon applies the configured busy mode while a turn runs), runs slash commands, and answers
-pending permission requests by number or name. Ctrl-D detaches: the session goes on.
+pending permission requests by number or name (anything else typed then is asked again, never sent as a
+prompt). Ctrl-D detaches: the session goes on.
 """
 
 import sys
@@ -13,7 +14,7 @@ import click
 
 from compozy.cli.completion import session_argument
 from compozy.cli.follow import Follower
-from compozy.cli.render import (admission_line, conversation_line, decision_of, options_of, permission_prompt,
+from compozy.cli.render import (admission_line, conversation_line, matching_option, options_of, permission_prompt,
                                 print_event)
 from compozy.cli.session import session
 from compozy.errors import CompozyError
@@ -29,7 +30,9 @@ HELP = """type a message to prompt the session (while a turn runs, the configure
   /stop            stop the session (its agent process exits; a prompt starts it again)
   /help            this help
   Ctrl-D           detach (the session goes on)
-a pending permission request is answered by typing an option's number or name"""
+a pending permission request is answered by typing an option's number or name; until it is,
+  other text is asked again (use /queue, /steer or /interrupt to prompt)"""
+TURN_ENDS = ("done", "error")
 
 
 class Attached:
@@ -37,7 +40,7 @@ class Attached:
         self.obj, self.session_id, self.workspace = obj, resource["id"], resource["workspace_id"]
         self.follower = Follower(obj, resource)
         self.lock = threading.Lock()
-        self.pending = {}  # request_id -> the permission event's content, oldest first
+        self.pending = {}  # request_id -> (turn_id, the permission event's content), oldest first
         self.sent = set()  # message IDs typed here: the terminal shows them already
         self.ended = None
 
@@ -50,9 +53,10 @@ class Attached:
                 if content.get("decision"):
                     self.pending.pop(content["request_id"], None)
                 else:
-                    self.pending[content["request_id"]] = content
+                    self.pending[content["request_id"]] = (record.get("turn_id"), content)
                     click.echo(permission_prompt(content), err=True)
                     return
+        self.forget_pending(record)
         if record["type"] == "user_message" and content.get("message_id") in self.sent:
             return
         line = conversation_line(record)
@@ -60,6 +64,14 @@ class Attached:
             click.echo(line, err=True)
         else:
             print_event(record)
+
+    def forget_pending(self, record):
+        """A request cannot outlive its turn or its session (after a daemon restart it is never answered)."""
+        if record["type"] in TURN_ENDS or record["type"] == "session_stopped":
+            with self.lock:
+                for request_id, (turn_id, _) in list(self.pending.items()):
+                    if record["type"] == "session_stopped" or turn_id == record.get("turn_id"):
+                        del self.pending[request_id]
 
     def follow(self):
         try:
@@ -75,10 +87,8 @@ class Attached:
         text = line.strip()
         if not text:
             return
-        if self.answer(text):
-            return
         if not text.startswith("/"):
-            return self.prompt(text, None)
+            return self.answer(text) or self.prompt(text, None)
         command, _, rest = text[1:].partition(" ")
         if command in PROMPT_MODES:
             return self.prompt(rest.strip(), command) if rest.strip() else self.say(f"/{command} needs a message")
@@ -88,17 +98,20 @@ class Attached:
         actions[command]()
 
     def answer(self, text):
-        """A number or an option's name answers the oldest pending permission request."""
+        """While a permission request is pending, text answers the oldest one by an option's number, name or
+        ID; text that names none is asked again. False when nothing is pending."""
         with self.lock:
             if not self.pending:
                 return False
-            request_id, content = next(iter(self.pending.items()))
+            request_id, (_, content) = next(iter(self.pending.items()))
         options = options_of(content)
-        chosen = [o for n, o in enumerate(options, 1)
-                  if text == str(n) or text.lower() in (str(o.get("name", "")).lower(), o["option_id"].lower())]
-        if not chosen:
-            return False
-        self.call("session.approve", request_id=request_id, decision=decision_of(chosen[0]))
+        option = matching_option(options, text)
+        if option is None:
+            wanted = f"1-{len(options)} or an option's name" if options else "/cancel: it offers no options"
+            self.say(f"{one_line(text)!r} is none of the options; type {wanted}")
+            self.say(permission_prompt(content))
+            return True
+        self.call("session.approve", request_id=request_id, option_id=option["option_id"])
         return True
 
     def prompt(self, message, mode):
@@ -140,7 +153,8 @@ def attach(obj, session_id, last):
     Every event is shown as it is committed (after a dropped connection, from where it stopped).
     What you type is sent as a prompt; while a turn runs the configured busy mode applies, or
     use /queue, /steer or /interrupt. /cancel cancels the turn, /stop stops the session. A
-    pending permission request is answered by typing an option's number or name.
+    pending permission request shows the agent's options numbered and is answered by typing a
+    number or a name; until then other text is asked again, never sent as a prompt.
 
     \b
     Example:

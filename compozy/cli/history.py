@@ -12,6 +12,7 @@ from compozy.cli.completion import session_argument
 from compozy.cli.follow import Follower
 from compozy.cli.main import choice
 from compozy.cli.output import emit, output_option
+from compozy.cli.render import permission_summary
 from compozy.cli.session import session
 from compozy.text import one_line
 
@@ -68,10 +69,14 @@ def _print_line(record, output):
 
 def _event_line(event):
     content = event["content"]
-    detail = content.get("text") or content.get("stop_reason") or content.get("error") or \
-        (content.get("marker") or {}).get("summary") or content.get("title") or \
-        " ".join(str(content[k]) for k in ("tool_call_id", "status", "request_id", "decision") if content.get(k))
+    detail = permission_summary(content) if event["type"] == "permission" else _detail(content)
     return f"#{event['sequence']:<6} {event['timestamp'][11:23]}  {event['type']:<26} {one_line(detail)[:80]}"
+
+
+def _detail(content):
+    return content.get("text") or content.get("stop_reason") or content.get("error") or \
+        (content.get("marker") or {}).get("summary") or content.get("title") or \
+        " ".join(str(content[k]) for k in ("tool_call_id", "status", "request_id") if content.get(k))
 
 
 @session.command("history")

@@ -176,18 +176,35 @@ def cancel(obj, session_id, output):
 @session.command("approve")
 @session_argument
 @click.argument("request_id")
-@click.option("--decision", type=choice("session.approve", "decision"), default="allow-once", show_default=True)
+@click.option("--option", "option_id", metavar="ID",
+              help="answer with this option, by the ID the agent gave it (the permission event lists them)")
+@click.option("--decision", type=choice("session.approve", "decision"),
+              help="answer with the first offered option of this kind  [default without --option: allow-once]")
 @output_option()
 @click.pass_obj
-def approve(obj, session_id, request_id, decision, output):
-    """Answer a pending permission request.
+def approve(obj, session_id, request_id, option_id, decision, output):
+    """Answer a pending permission request with one of the options the agent offered.
+
+    --option picks an option by its ID; --decision picks the first offered option of that kind and
+    is refused (permission_option_unavailable, with the offered options) when the agent offered none.
 
     \b
     Example:
+      compozy session events sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --type permission -o json   # the options
+      compozy session approve sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY perm_01J9Z3M2C8D4F6G8H0J2K4M6NP --option allow
       compozy session approve sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY perm_01J9Z3M2C8D4F6G8H0J2K4M6NP --decision reject-once
     """
-    document = obj.call("session.approve", session_id=session_id, request_id=request_id, decision=decision)
-    emit(document, output, lambda d: f"{d['permission']['request_id']}: {d['permission']['decision']}")
+    if option_id is None and decision is None:
+        decision = "allow-once"
+    document = obj.call("session.approve", session_id=session_id, request_id=request_id, option_id=option_id,
+                        decision=decision)
+    emit(document, output, _approved_line)
+
+
+def _approved_line(document):
+    answer = document["permission"]
+    option = answer.get("option") or {}
+    return f"{answer['request_id']}: {option.get('name') or option.get('option_id')} ({answer['decision']})"
 
 
 @session.group("input")

@@ -7,11 +7,6 @@ import click
 
 from compozy.cli.output import colour, readable
 
-# The decisions POST S/approve accepts, for a request that does not name its options.
-DECISIONS = [{"option_id": d, "name": d.replace("-", " ").capitalize(), "kind": d.replace("-", "_")}
-             for d in ("allow-once", "allow-always", "reject-once", "reject-always")]
-
-
 def admission_line(admission):
     line = f"{admission['disposition']} turn {admission['turn_id']}"
     if admission.get("steer_delivery"):
@@ -30,7 +25,9 @@ def print_event(record):
     elif kind == "tool_call" and not content.get("update"):
         click.echo(f"\n[tool {content.get('title') or content.get('tool_call_id')}]", err=True)
     elif kind == "permission" and "decision" not in content:
-        click.echo(f"\n[permission pending: {content.get('request_id')} {content.get('title') or ''}]", err=True)
+        offered = ", ".join(f"{o['option_id']} ({option_label(o)})" for o in options_of(content)) or "none"
+        click.echo(f"\n[permission pending: {content.get('request_id')} {content.get('title') or ''}; "
+                   f"options: {offered}]", err=True)
     elif kind == "done":
         click.echo("")
         if content.get("stop_reason") != "end_turn":
@@ -40,25 +37,58 @@ def print_event(record):
 
 
 def options_of(content):
-    """The options a person may pick, as the agent offered them (else the four decisions)."""
+    """The options a person may pick, exactly as the agent offered them (in its order)."""
     options = content.get("options")
-    if isinstance(options, list) and options and all(isinstance(o, dict) and o.get("option_id") for o in options):
-        return options
-    return DECISIONS
+    if not isinstance(options, list):
+        return []
+    return [o for o in options if isinstance(o, dict) and isinstance(o.get("option_id"), str)]
 
 
-def decision_of(option):
-    """The decision POST S/approve takes for an offered option (its kind, as ACP spells it, with dashes)."""
-    return str(option.get("kind") or option["option_id"]).replace("_", "-")
+def option_label(option):
+    """An option as the agent named it (its ID when it gave no name)."""
+    return option.get("name") or option["option_id"]
+
+
+def matching_option(options, typed):
+    """The option a typed answer names: its number, else its name, else its ID (letter case aside); None."""
+    if typed.isdigit() and 1 <= int(typed) <= len(options):
+        return options[int(typed) - 1]
+    wanted = typed.casefold()
+    for key in ("name", "option_id"):
+        for option in options:
+            if str(option.get(key, "")).casefold() == wanted:
+                return option
+    return None
 
 
 def permission_prompt(content):
     """A pending request with numbered options, answered by typing the number or the name."""
     content = readable(content)
-    choices = "  ".join(f"{n}) {o.get('name') or o['option_id']}" for n, o in enumerate(options_of(content), 1))
+    options = options_of(content)
+    choices = "  ".join(f"{n}) {option_label(o)}" for n, o in enumerate(options, 1)) or "(no options offered)"
     what = content.get("title") or content.get("action") or "a request"
     where = f" {content['resource']}" if content.get("resource") else ""
     return colour(f"\n[permission] {what}{where}: {choices}  (type a number or a name)", err=True, bold=True)
+
+
+def permission_summary(content):
+    """A permission event in a few words, its ID last: what it offers, or the answer it got."""
+    if content.get("decision"):
+        return f"{chosen_option(content)} {content.get('request_id')}"
+    choices = ", ".join(option_label(o) for o in options_of(content)) or "no options"
+    return f"{content.get('title') or content.get('action') or ''}: {choices} {content.get('request_id')}"
+
+
+def answered_permission(content):
+    """An answered request as attach shows it."""
+    return f"[permission {content['request_id']}: {chosen_option(content)}]"
+
+
+def chosen_option(content):
+    """The option an answer chose (as the agent named it), its decision and who or what chose it."""
+    option = content.get("option")
+    named = f"{option_label(option)} " if isinstance(option, dict) and option.get("option_id") else ""
+    return f"{named}({content['decision']}, {content.get('reason') or 'answered'})"
 
 
 def conversation_line(record):
@@ -71,5 +101,5 @@ def conversation_line(record):
     if kind.startswith("runtime_recovery") or kind == "runtime_warning":
         return f"\n[{kind}]"
     if kind == "permission" and content.get("decision"):
-        return f"[permission {content['request_id']}: {content['decision']}]"
+        return answered_permission(content)
     return None

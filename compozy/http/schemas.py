@@ -6,9 +6,9 @@ Layer 6 (surface). Objects leave room for fields added later; required lists wha
 
 from compozy import validate as v
 from compozy.errors import ERRORS
-from compozy.states import (TOP_LEVEL_KINDS, BusyMode, Disposition, FirstPrompt, HealthState, LineageKind,
-                            NativeState, PermissionDecision, QueueStatus, RuntimeStatus, RuntimeTransition,
-                            SessionState, SessionType, SteerDelivery, StopCause, StopReason)
+from compozy.states import (PERMISSION_SELECTED, TOP_LEVEL_KINDS, BusyMode, Disposition, FirstPrompt, HealthState,
+                            LineageKind, NativeState, PermissionDecision, QueueStatus, RuntimeStatus,
+                            RuntimeTransition, SessionState, SessionType, SteerDelivery, StopCause, StopReason)
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -162,7 +162,9 @@ SCHEMAS = {
     "QueueEntryEdit": obj(["entry", "replayed"], entry=ref("QueueEntry"), replayed=BOOLEAN),
     "QueueEntryList": obj(["entries"], entries=array(ref("QueueEntry"))),
     "PermissionAnswer": obj(["permission"], permission=obj(
-        ["request_id", "decision", "status"], request_id=STRING, decision=enum(PermissionDecision), status=STRING)),
+        ["request_id", "decision", "option", "status"], request_id=STRING,
+        decision=enum((*PermissionDecision, PERMISSION_SELECTED)), status=STRING,
+        option=obj(["option_id"], option_id=STRING, name=STRING, kind=STRING))),
     "StopAccepted": obj(["status", "session_id"], status=enum((SessionState.STOPPING,)), session_id=STRING),
     "StopOutcome": STOP_OUTCOME,
     "RepairAnswer": obj(["repair"], repair=obj(

@@ -68,7 +68,7 @@ export class SessionView {
     this.stream?.close();
     replace($("transcript"));
     this.transcript = new Transcript($("transcript"), {
-      approve: (request_id, decision) => this.act("POST", "/approve", { request_id, decision }),
+      approve: (request_id, option_id) => this.act("POST", "/approve", { request_id, option_id }),
       messageActions: (event) => this.derive.messageActions(event) });
     this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (record) => this.onEvent(record) });
     this.refreshSoon();

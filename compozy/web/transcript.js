@@ -3,10 +3,6 @@
 import { el, replace } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
-// Used when a permission event does not name its options (the decisions POST S/approve accepts).
-const DECISIONS = [["allow-once", "Allow once"], ["allow-always", "Allow always"],
-  ["reject-once", "Reject once"], ["reject-always", "Reject always"]];
-const DECISION_NAMES = Object.fromEntries(DECISIONS);
 const QUIET_TYPES = new Set(["runtime_progress", "usage"]);
 
 export class Transcript {
@@ -58,17 +54,24 @@ export class Transcript {
     this.block(el("p", { class: `marker ${tone}`, "data-type": event.type }, text));
   }
 
+  // One button per option the agent offered, in its order and named as it named them; a click
+  // answers with that option's ID.
   permissionButtons(event, options) {
-    const named = Array.isArray(options) && options.length && options.every((o) => o && o.option_id);
-    const choices = named
-      ? options.map((o) => [String(o.kind || o.option_id).replaceAll("_", "-"), o.name || o.option_id])
-      : DECISIONS;
+    const offered = (Array.isArray(options) ? options : []).filter((o) => o && typeof o.option_id === "string");
+    if (!offered.length) return el("span", { class: "options" }, "No options offered");
     return el("span", { class: "options", role: "group", "aria-label": "Permission options" },
-      choices.map(([decision, name]) => el("button", {
-        type: "button", class: decision.startsWith("allow") ? "allow" : "reject",
-        onclick: () => this.approve(event.content.request_id, decision),
-      }, name)));
+      offered.map((option) => el("button", {
+        type: "button", class: String(option.kind || "").split("_")[0],
+        onclick: () => this.approve(event.content.request_id, option.option_id),
+      }, option.name || option.option_id)));
   }
+}
+
+// An answered request: the option chosen, as the agent named it, and who or what chose it.
+function answered(content) {
+  const option = content.option;
+  const chosen = option?.option_id ? option.name || option.option_id : content.decision;
+  return el("span", { class: "decision" }, chosen, content.reason ? ` (${content.reason})` : "");
 }
 
 const HANDLERS = {
@@ -107,14 +110,12 @@ const HANDLERS = {
   permission(event, content) {
     const known = this.permissions.get(content.request_id);
     if (content.decision && known) {
-      const decided = el("span", { class: "decision" }, `${DECISION_NAMES[content.decision] || content.decision}`,
-        content.reason ? ` (${content.reason})` : "");
-      return known.querySelector(".options")?.replaceWith(decided);
+      return known.querySelector(".options")?.replaceWith(answered(content));
     }
     const node = el("div", { class: "permission", "data-request-id": content.request_id },
       el("p", {}, el("strong", {}, "Permission requested: "), content.title || content.action || "",
         content.resource && !String(content.title).includes(content.resource) ? el("code", {}, content.resource) : ""),
-      content.decision ? el("span", { class: "decision" }, content.decision) : this.permissionButtons(event, content.options));
+      content.decision ? answered(content) : this.permissionButtons(event, content.options));
     this.permissions.set(content.request_id, this.block(node));
   },
 

@@ -59,7 +59,7 @@ class Listener:
 
     def write(self, client, path, reply):
         self.writes.append(path)
-        reply.answer("allow-once")
+        reply.answer({"option_id": "allow-once", "name": "Allow", "kind": "allow_once"})
 
     def exited(self, client):
         pass

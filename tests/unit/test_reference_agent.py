@@ -347,6 +347,39 @@ def test_permission_answer_decides_the_tool_call(spawn, workdir, option_id, stat
     assert response.result == {"stopReason": "end_turn"}
 
 
+@pytest.mark.parametrize("spec, options", [
+    ("go/allow_once/Go ahead | never/reject_always/Never",
+     [{"optionId": "go", "kind": "allow_once", "name": "Go ahead"},
+      {"optionId": "never", "kind": "reject_always", "name": "Never"}]),
+    ("only/allow_always/Yes, always", [{"optionId": "only", "kind": "allow_always", "name": "Yes, always"}]),
+    ("odd/switch_mode | bare", [{"optionId": "odd", "kind": "switch_mode"}, {"optionId": "bare"}]),
+    ("x//Nameless kind", [{"optionId": "x", "name": "Nameless kind"}]),
+    ("none", []),
+])
+def test_permission_offers_the_options_the_directive_names(spawn, workdir, spec, options):
+    agent = spawn()
+    session_id, _ = open_session(agent, workdir)
+    start_prompt(agent, session_id, f"[permission edit {spec}] go")
+    ask, _ = agent.agent_request("session/request_permission")
+    assert ask.params["options"] == options
+
+
+@pytest.mark.parametrize("option_id, status, text", [
+    ("go", "completed", "permission granted: go "),  # granted by the offered option's kind, whatever its ID
+    ("allow-once", "failed", "permission invalid: allow-once "),  # not offered: never taken as a grant
+    ("odd", "failed", "permission denied: odd "),  # a kind it does not know denies
+])
+def test_the_answer_counts_only_as_an_offered_option(spawn, workdir, option_id, status, text):
+    agent = spawn()
+    session_id, _ = open_session(agent, workdir)
+    prompt_id = start_prompt(agent, session_id, "[permission edit go/allow_once/Go | odd/switch_mode/Odd] go")
+    ask, _ = agent.agent_request("session/request_permission")
+    agent.send(protocol.make_result(ask.id, {"outcome": {"outcome": "selected", "optionId": option_id}}))
+    response, seen = agent.response_to(prompt_id)
+    assert updates(seen)[0] == {"sessionUpdate": "tool_call_update", "toolCallId": "call_1", "status": status}
+    assert reply_text(seen) == text + "echo: go"
+
+
 def test_cancel_while_asking_permission_ends_the_turn_cancelled(spawn, workdir):
     agent = spawn()
     session_id, _ = open_session(agent, workdir)

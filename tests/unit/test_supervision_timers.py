@@ -129,23 +129,35 @@ def test_a_working_turn_reports_progress_every_interval(world, clock):
 
 class RecordingReply:
     def __init__(self):
-        self.decisions = []
+        self.answers = []
 
-    def answer(self, decision):
-        self.decisions.append(decision)
+    def answer(self, option):
+        self.answers.append(option)
 
 
-def test_a_held_permission_is_rejected_when_its_timeout_is_over(world, clock, workspace):
+OFFERED = [{"option_id": "yes", "name": "Yes", "kind": "allow_once"},
+           {"option_id": "never", "name": "Never", "kind": "reject_always"},
+           {"option_id": "no", "name": "No", "kind": "reject_once"}]
+
+
+@pytest.mark.parametrize("options, answer", [
+    (OFFERED, OFFERED[2]),  # reject-once first, wherever it stands
+    (OFFERED[:2], OFFERED[1]),  # else reject-always
+    (OFFERED[:1], None),  # else cancelled: the daemon never answers with an allowing option by itself
+])
+def test_a_held_permission_is_rejected_when_its_timeout_is_over(world, clock, workspace, options, answer):
     manager, session, turn = world
     reply = RecordingReply()
-    ask = PermissionAsk("call_1", "Edit", "edit", [str(workspace / "a.txt")], ["allow-once", "reject-once"])
+    ask = PermissionAsk("call_1", "Edit", "edit", [str(workspace / "a.txt")], options)
     manager.requests.permission(session, ask, reply)
-    assert reply.decisions == [] and len(session.permissions) == 1
+    assert reply.answers == [] and len(session.permissions) == 1
     _at(manager, session, clock, 5 * 60 - 1)
-    assert reply.decisions == []
+    assert reply.answers == []
     _at(manager, session, clock, 5 * 60)
-    assert reply.decisions == ["reject-once"] and session.permissions == {}
-    assert _events(session, "permission")[-1]["content"]["reason"] == "timeout"
+    assert reply.answers == [answer] and session.permissions == {}
+    content = _events(session, "permission")[-1]["content"]
+    assert content["reason"] == "timeout" and content.get("option") == answer
+    assert content["decision"] == (answer["kind"].replace("_", "-") if answer else "cancelled")
 
 
 def test_a_session_awaiting_a_reply_is_not_silent(world, clock):

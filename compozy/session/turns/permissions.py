@@ -1,11 +1,14 @@
 """The permission policy for the agent's requests: who decides, and what waits for a person.
 
-Layer 4. approve-all allows once, deny-all rejects, approve-reads allows reads and holds the
-rest as pending interactions until POST .../approve or the timeout (reject-once). File requests
-reach only the workspace's own folder. The ACP seam (compozy.acp.requests) decodes the requests,
-does the file I/O and answers each one through the reply it hands in here. The agent's native
-tool calls are decided the same way: a read of sessions as a read, anything that changes one as
-an edit; a held tool call keeps its caller waiting until it is decided.
+Layer 4. A request is answered only with an option it offered (compozy.session.turns.choices), or
+cancelled. approve-all allows, deny-all rejects, approve-reads allows reads and holds the rest as
+pending interactions until POST .../approve or the timeout (which rejects); a policy that finds no
+option of the kind it wants holds the request for a person when it would allow, and answers it
+cancelled when it would reject. File requests reach only the workspace's own folder. The ACP seam
+(compozy.acp.requests) decodes the requests, does the file I/O and answers each one through the
+reply it hands in here. The agent's native tool calls are decided the same way: a read of sessions
+as a read, anything that changes one as an edit; a held tool call keeps its caller waiting until
+it is decided.
 """
 
 import logging
@@ -13,26 +16,29 @@ import os
 import threading
 from dataclasses import dataclass
 
+from compozy.errors import CompozyError
 from compozy.ids import new_id
 from compozy.session.records.governed import permission_mode
 from compozy.session.records.workspaces import protected_homes, unsafe_reason
-from compozy.states import PermissionDecision, PermissionMode
+from compozy.session.turns.choices import (ALLOWING, DAEMON_OPTIONS, REJECTING, chosen, decision_of,
+                                           first_of_kinds, outcome)
+from compozy.states import PermissionMode
 
 log = logging.getLogger("compozy.permissions")
 
 READ_KINDS = ("read", "search")
-TOOL_OPTIONS = [{"option_id": "allow-once", "name": "Allow", "kind": "allow_once"},  # the interface's shape
-                {"option_id": "reject-once", "name": "Reject", "kind": "reject_once"}]
 SHUTDOWN_POLL = 1.0
+NO_OPTIONS = "no_options"  # the reason for cancelling a request that offered nothing to choose
 
 
 @dataclass
 class PendingRequest:
     request_id: str
-    reply: object  # answer(decision) answers the agent (compozy.acp.requests)
+    reply: object  # answer(option) answers the agent with that option, or cancelled for None (compozy.acp.requests)
     turn_id: str | None
     kind: str  # "permission", "fs_write" or "tool_call"
     created: float  # on the services' monotonic clock
+    options: tuple  # what may answer it, in the offered order
 
 
 def inside(root, path):
@@ -70,60 +76,63 @@ class AgentRequests:
     # -- permission prompts ---------------------------------------------------------------
 
     def permission(self, session, ask, reply):
-        """Decide now by policy, or hold the ask for a person."""
+        """Answer by policy now, or hold the ask for a person."""
         root = self.workspace_root(session)
         escaping = [p for p in ask.paths if inside(root, p) is None]
         details = {"tool_call_id": ask.tool_call_id, "title": ask.title, "action": ask.kind,
-                   "resource": ask.paths[0] if ask.paths else None, "options": ask.option_ids}
-        decision = self._decide(ask.kind, escaping, session)
-        turn_id = session.current_turn_id()
-        pending = PendingRequest(new_id("perm"), reply, turn_id, "permission", self.services.clock.monotonic())
-        if decision is None:
+                   "resource": ask.paths[0] if ask.paths else None, "options": list(ask.options)}
+        pending = PendingRequest(new_id("perm"), reply, session.current_turn_id(), "permission",
+                                 self.services.clock.monotonic(), tuple(ask.options))
+        verdict = self._policy(ask.kind, escaping, session, pending.options)
+        if verdict is None:
             self._hold(session, pending, details)
             return
-        reason = "outside_workspace" if escaping else f"mode {self.mode(session)}"
-        session.append_event("permission", {"request_id": pending.request_id, **details,
-                                            "decision": decision, "reason": reason}, turn_id)
-        reply.answer(decision)
+        option, reason = verdict
+        session.append_event("permission", {"request_id": pending.request_id, **details, **outcome(option),
+                                            "reason": reason}, pending.turn_id)
+        reply.answer(option)
 
     def write(self, session, path, reply):
         """A file write inside the workspace: done at once under approve-all, else held for a person."""
         if self.mode(session) == PermissionMode.APPROVE_ALL:
-            return reply.answer(PermissionDecision.ALLOW_ONCE.value)
+            return reply.answer(DAEMON_OPTIONS[0])
         pending = PendingRequest(new_id("perm"), reply, session.current_turn_id(), "fs_write",
-                                 self.services.clock.monotonic())
-        self._hold(session, pending, {"tool_call_id": None, "title": f"Write {path}",
-                                      "action": "edit", "resource": path, "options": []})
+                                 self.services.clock.monotonic(), DAEMON_OPTIONS)
+        self._hold(session, pending, {"tool_call_id": None, "title": f"Write {path}", "action": "edit",
+                                      "resource": path, "options": list(DAEMON_OPTIONS)})
 
     def tool_call(self, session, title, target, changes):
         """The decision on a native tool call of this session (blocking while a person decides)."""
         action = "edit" if changes else "read"
         details = {"tool_call_id": None, "title": title, "action": action, "resource": target,
-                   "options": TOOL_OPTIONS}
+                   "options": list(DAEMON_OPTIONS)}
         pending = PendingRequest(new_id("perm"), ToolCallReply(), session.current_turn_id(), "tool_call",
-                                 self.services.clock.monotonic())
-        decision = self._decide(action, [], session)
-        if decision == PermissionDecision.ALLOW_ONCE:
-            return decision
-        if decision is not None:
-            session.append_event("permission", {"request_id": pending.request_id, **details, "decision": decision,
-                                                "reason": f"mode {self.mode(session)}"}, pending.turn_id)
-            return decision
+                                 self.services.clock.monotonic(), DAEMON_OPTIONS)
+        verdict = self._policy(action, [], session, pending.options)
+        if verdict is not None:
+            option, reason = verdict
+            if option is None or option["kind"] not in ALLOWING:  # an allowed call leaves no event
+                session.append_event("permission", {"request_id": pending.request_id, **details, **outcome(option),
+                                                    "reason": reason}, pending.turn_id)
+            return decision_of(option)
         self._hold(session, pending, details)
         while not pending.reply.decided.wait(SHUTDOWN_POLL):
             if not self.services.accepting:
-                self.decide(session, pending.request_id, "cancelled", "cancelled")
+                self.decide(session, pending.request_id, None, "cancelled")
         return pending.reply.decision
 
-    def _decide(self, kind, escaping, session):
-        if escaping:
-            return PermissionDecision.REJECT_ONCE.value
+    def _policy(self, action, escaping, session, options):
+        """(the option to answer with, None for cancelled; why), or None when a person decides."""
         mode = self.mode(session)
-        if mode == PermissionMode.APPROVE_ALL or (mode == PermissionMode.APPROVE_READS and kind in READ_KINDS):
-            return PermissionDecision.ALLOW_ONCE.value
-        if mode == PermissionMode.DENY_ALL:
-            return PermissionDecision.REJECT_ONCE.value
-        return None  # approve-reads and not a read: a person decides
+        if escaping or mode == PermissionMode.DENY_ALL:
+            return first_of_kinds(options, REJECTING), "outside_workspace" if escaping else f"mode {mode}"
+        allows = mode == PermissionMode.APPROVE_ALL or (mode == PermissionMode.APPROVE_READS and action in READ_KINDS)
+        option = first_of_kinds(options, ALLOWING) if allows else None
+        if option is not None:
+            return option, f"mode {mode}"
+        if not options:
+            return None, NO_OPTIONS  # nothing a person could choose either
+        return None  # approve-reads and not a read, or no option of an allowing kind: a person decides
 
     def _hold(self, session, pending, details):
         with session.lock:
@@ -135,8 +144,20 @@ class AgentRequests:
                                               kind=pending.kind, status="pending", payload=details)
         session.append_event("permission", {"request_id": pending.request_id, **details}, pending.turn_id)
 
-    def decide(self, session, request_id, decision, reason="user"):
-        """Answer a held request; False when it is no longer pending."""
+    def approve(self, session, request_id, option_id=None, decision=None):
+        """A person's answer to a held request, by option ID or by decision: the option chosen. Refused
+        (and the request left pending) when it names no offered option."""
+        with session.lock:
+            pending = session.permissions.get(request_id)
+        if pending is None:
+            raise CompozyError("permission_request_not_found", f"no pending request {request_id}")
+        option = chosen(pending.options, option_id, decision)
+        if not self.decide(session, request_id, option, "user"):
+            raise CompozyError("permission_request_not_found", f"no pending request {request_id}")
+        return option
+
+    def decide(self, session, request_id, option, reason="user"):
+        """Answer a held request with one of its options (None: cancelled); False when it is no longer pending."""
         with session.lock:
             pending = session.permissions.pop(request_id, None)
             turn = session.turn
@@ -146,22 +167,23 @@ class AgentRequests:
         if pending is None:
             return False
         status = {"user": "resolved", "timeout": "timed_out", "cancelled": "canceled"}[reason]
-        self.services.catalog.resolve_interaction(request_id, status, decision)
-        session.append_event("permission", {"request_id": request_id, "decision": decision, "reason": reason},
+        self.services.catalog.resolve_interaction(request_id, status, decision_of(option))
+        session.append_event("permission", {"request_id": request_id, **outcome(option), "reason": reason},
                              pending.turn_id)
-        pending.reply.answer(decision)
+        pending.reply.answer(option)
         return True
 
     def cancel_all(self, session, turn_id=None):
         """ACP requires every pending permission of a cancelled turn to be answered cancelled."""
         for request_id, pending in list(session.permissions.items()):
             if turn_id is None or pending.turn_id == turn_id:
-                self.decide(session, request_id, "cancelled", "cancelled")
+                self.decide(session, request_id, None, "cancelled")
 
     def expire(self, session, timeout, now):
+        """Nobody answered in time: the first rejecting option offered, else cancelled."""
         for request_id, pending in list(session.permissions.items()):
             if now - pending.created >= timeout:
-                self.decide(session, request_id, PermissionDecision.REJECT_ONCE.value, "timeout")
+                self.decide(session, request_id, first_of_kinds(pending.options, REJECTING), "timeout")
 
 
 class ToolCallReply:
@@ -171,6 +193,6 @@ class ToolCallReply:
         self.decided = threading.Event()
         self.decision = None
 
-    def answer(self, decision):
-        self.decision = decision
+    def answer(self, option):
+        self.decision = decision_of(option)
         self.decided.set()
