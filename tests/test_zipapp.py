@@ -150,7 +150,8 @@ def exercise_daemon(archive_command, tmp_path, extra_env=None):
         session_id = compozy("session", "new", "-q").strip()
         assert compozy("session", "prompt", session_id, "hello from the archive").strip() == "echo: hello from the archive"
         agent_pid = json.loads(compozy("session", "status", session_id, "-o", "json"))["session"]["runtime"]["process"]["pid"]
-        assert agent_command(agent_pid) == [*map(str, archive_command), "agent", "reference"]
+        python, *rest = map(str, archive_command)  # relaunched with -P: never from the current folder
+        assert agent_command(agent_pid) == [python, "-P", *rest, "agent", "reference"]
         described = compozy("session", "prompt", session_id, "[mcp compozy__session_describe]")
         assert f'mcp compozy__session_describe: {{"session":{{"id":"{session_id}"' in described
         if (ROOT / "compozy" / "web").is_dir():
