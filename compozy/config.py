@@ -29,6 +29,10 @@ class Setting:
 
 SETTINGS = (
     Setting("default_agent", "general", "str", "the agent a session gets when its creation names none"),
+    Setting("daemon.auth", "token", "choice",
+            "token: every TCP request carries the daemon's secret (<home>/auth_token) or the page's login cookie; "
+            "none: no authentication, allowed only on loopback and logged at every start (read at start)",
+            choices=("token", "none")),
     Setting("daemon.max_streams", 512, "int",
             "event streams open at once; one more is refused with stream_limit_reached (503, Retry-After)",
             minimum=1),

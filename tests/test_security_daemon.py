@@ -32,7 +32,7 @@ def test_agents_get_the_environment_without_the_daemons_credentials_and_reads_re
     (workspace / "leak.txt").write_text(f"{TOKEN} {SECRETS['ANTHROPIC_API_KEY']} provider-token-5555")
     daemon = DaemonProcess(home, env=SECRETS).start()
     try:
-        api = Client(daemon.http_url, timeout=60)
+        api = daemon.client(timeout=60)
         session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
         turn_id = api.call("POST", spath(session, "prompt"), {"message": "[read leak.txt] go"})[1]["prompt"]["turn_id"]
         wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn")
@@ -79,11 +79,13 @@ def test_a_remote_daemon_asks_for_its_token_and_still_checks_host_and_origin(rem
 
 
 def test_the_cli_without_the_token_says_unauthorized_not_not_running(remote_daemon, home):
-    for args in (("daemon", "status"), ("session", "list")):
+    for args in (("session", "list"), ("status",)):
         result = run_cli(home, "--url", remote_daemon.http_url, *args)
         assert result.returncode != 0
         assert "unauthorized" in result.stderr and "not running" not in result.stdout + result.stderr, result
-    ok = run_cli(home, "--url", remote_daemon.http_url, "daemon", "status", extra_env={"COMPOZY_TOKEN": TOKEN})
+    running = run_cli(home, "--url", remote_daemon.http_url, "daemon", "status")  # the open health route
+    assert running.returncode == 0 and "compozy daemon running" in running.stdout, running.stderr
+    ok = run_cli(home, "--url", remote_daemon.http_url, "session", "list", extra_env={"COMPOZY_TOKEN": TOKEN})
     assert ok.returncode == 0, ok.stderr
 
 
@@ -95,7 +97,7 @@ def test_a_wildcard_daemon_writes_a_url_this_machine_can_use_and_takes_its_token
         assert daemon.http_url.startswith("http://127.0.0.1:")
         with open(f"/proc/{daemon.process.pid}/cmdline", "rb") as handle:
             assert TOKEN.encode() not in handle.read()
-        api = Client(daemon.http_url, timeout=30)
+        api = daemon.client(timeout=30)
         assert api.call("GET", "/api/sessions", headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
     finally:
         daemon.stop()

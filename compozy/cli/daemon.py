@@ -68,7 +68,7 @@ def run(http_addr, socket_path, no_http, allow_remote, token, token_file):
     token = _token(token, token_file)
     _refuse_remote_without_token(allow_remote, token)
     try:
-        code = Daemon(Home(), http_addr, socket_path, no_http, token if allow_remote else None).run(
+        code = Daemon(Home(), http_addr, socket_path, no_http, token, allow_remote).run(
             announce=lambda line, flush=True: click.echo(line))
     except (DaemonError, ConfigError, UnsafeHome) as exc:
         click.echo(f"compozy daemon: {exc}", err=True)
@@ -95,8 +95,9 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token, token_fi
     _refuse_remote_without_token(allow_remote, token)
     running = running_daemon(home)
     if running:
-        emit({**running, "already_running": True}, output,
-             lambda i: f"compozy daemon already running (pid {i['pid']}) at {i.get('http') or i['socket']}")
+        emit(_with_login({**running, "already_running": True}), output,
+             lambda i: f"compozy daemon already running (pid {i['pid']}) at {i.get('http') or i['socket']}"
+                       + _login_line(i))
         return
     argv = ["daemon", "run", "--http", http_addr, *(["--socket", socket_path] if socket_path else []),
             *(["--no-http"] if no_http else []), *(["--allow-remote"] if allow_remote else [])]
@@ -152,8 +153,8 @@ def _wait_ready(home, child, log_path, offset, output):
     while time.monotonic() < deadline:
         info = read_daemon_file(home)
         if info and info.get("pid") == child.pid:
-            emit(info, output, lambda i: f"compozy daemon listening on {i.get('http') or '-'} socket {i['socket']} "
-                                         f"(pid {i['pid']})")
+            emit(_with_login(info), output, lambda i: f"compozy daemon listening on {i.get('http') or '-'} socket "
+                                                      f"{i['socket']} (pid {i['pid']})" + _login_line(i))
             return
         if child.poll() is not None:
             click.echo(_written_since(log_path, offset).rstrip() or f"compozy daemon: failed to start; see {log_path}",
@@ -290,6 +291,18 @@ def _zombie(pid):
         return data[data.rindex(b")") + 2:data.rindex(b")") + 3] == b"Z"
     except (OSError, ValueError):
         return False
+
+
+def _with_login(info):
+    """daemon.json plus a one-time login URL of the page (none without HTTP), asked over the socket."""
+    from compozy.cli.client import Client
+    from compozy.cli.page import login_url
+    url = login_url(Client("unix://" + info["socket"], timeout=10)) if info.get("http") else None
+    return {**info, "login_url": url}
+
+
+def _login_line(info):
+    return f"\nopen the page (this link works once): {info['login_url']}" if info.get("login_url") else ""
 
 
 def _written_since(path, offset):
