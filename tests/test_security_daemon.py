@@ -171,6 +171,39 @@ def test_daemon_stop_never_signals_a_process_that_reused_the_daemons_pid(home):
         stranger.wait()
 
 
+@pytest.fixture
+def stale_daemon_file(home):
+    """A real, unrelated `sleep` whose pid a daemon.json left by a crash names (issue 21, medium 7)."""
+    stranger = subprocess.Popen(["sleep", "120"])
+    home.chmod(0o700)
+    (home / "daemon.json").write_text(json.dumps({"pid": stranger.pid, "http": None, "socket": str(home / "x"),
+                                                  "started_at": "2026-01-01T00:00:00Z"}))
+    (home / "daemon.lock").touch()
+    yield stranger
+    stranger.kill()
+    stranger.wait()
+
+
+def test_daemon_reload_never_signals_a_process_that_reused_the_daemons_pid(home, stale_daemon_file):
+    result = run_cli(home, "daemon", "reload")
+    assert result.returncode != 0 and "nothing was signalled" in result.stderr, result.stderr
+    time.sleep(0.5)  # a SIGHUP would have ended sleep at once
+    assert stale_daemon_file.poll() is None, "the stranger was signalled"
+
+
+def test_daemon_start_over_a_stale_daemon_file_checks_the_lock_holder_and_starts(home, stale_daemon_file):
+    started = run_cli(home, "daemon", "start", "--http", "127.0.0.1:0", "-o", "json")
+    try:
+        assert started.returncode == 0, started.stderr
+        info = json.loads(started.stdout)
+        assert "already_running" not in info and info["pid"] != stale_daemon_file.pid
+        assert run_cli(home, "session", "list").returncode == 0
+    finally:
+        stopped = run_cli(home, "daemon", "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert stale_daemon_file.poll() is None
+
+
 def test_a_daemon_never_takes_over_a_live_daemons_socket(daemon, tmp_path):
     other_home = tmp_path / "other-home"
     result = run_cli(other_home, "daemon", "run", "--no-http", "--socket", daemon.info["socket"])

@@ -141,10 +141,16 @@ def _refuse_remote_without_token(allow_remote, token):
 
 
 def running_daemon(home):
-    """daemon.json of a daemon alive on this home, or None."""
-    from compozy.paths import read_daemon_file
+    """daemon.json of the daemon running on this home, or None. Its pid must hold the home's lock: a
+    daemon.json left by a crash, whose pid the kernel has given to another process, does not count."""
+    from compozy.paths import lock_holder, read_daemon_file
     info = read_daemon_file(home)
-    return info if info and _alive(info.get("pid", -1)) else None
+    if not info or not isinstance(info.get("pid"), int) or not _alive(info["pid"]):
+        return None
+    try:
+        return info if lock_holder(home.lock_file) == info["pid"] else None
+    except OSError:
+        return None  # no lock file, or the kernel does not say: no proof, so not ours
 
 
 def _wait_ready(home, child, log_path, offset, output):
@@ -180,7 +186,7 @@ def stop(output):
     info = read_daemon_file(home)
     if not info or not _alive(info["pid"]):
         raise CompozyError("daemon_unavailable", "no compozy daemon is running (start one with `compozy daemon start`)")
-    _signal_the_daemon(home, info["pid"])
+    _signal_the_daemon(home, info["pid"], signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
     while _alive(info["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -190,9 +196,10 @@ def stop(output):
     emit({"stopped": True, "pid": info["pid"]}, output, lambda d: f"compozy daemon stopped (pid {d['pid']})")
 
 
-def _signal_the_daemon(home, pid):
-    """SIGTERM to pid only if it is this home's daemon: the holder of the home's lock. The pidfd taken
-    first pins that process, so a pid reused after a crash (daemon.json left behind) is never signalled."""
+def _signal_the_daemon(home, pid, sig):
+    """sig to pid only if it is this home's daemon: the holder of the home's lock. The pidfd taken first
+    pins that process, so a pid reused after a crash (daemon.json left behind) is never signalled. Every
+    signal the CLI sends goes through here."""
     from compozy.paths import lock_holder
     try:
         handle = os.pidfd_open(pid)
@@ -203,7 +210,7 @@ def _signal_the_daemon(home, pid):
         if holder != pid:
             raise CompozyError("daemon_unavailable", f"no compozy daemon is running: {home.daemon_file} names pid {pid}, "
                                f"which does not hold {home.lock_file} (a stale file; nothing was signalled)")
-        signal.pidfd_send_signal(handle, signal.SIGTERM)
+        signal.pidfd_send_signal(handle, sig)
     except OSError as exc:
         raise CompozyError("daemon_unavailable", f"cannot confirm that pid {pid} is this home's daemon "
                            f"({exc.strerror}); nothing was signalled") from None
@@ -226,15 +233,15 @@ def reload(output):
     from compozy.cli.configuration import load_checked
     from compozy.paths import Home, read_daemon_file
     home = Home()
-    info = running_daemon(home)
-    if not info:
+    info = read_daemon_file(home)
+    if not info or not _alive(info["pid"]):
         raise CompozyError("daemon_unavailable", "no compozy daemon is running (start one with `compozy daemon start`)")
     _, problems = load_checked()
     if problems:
         click.echo(problems, err=True)
         sys.exit(1)
     before = info.get("config_loaded_at"), info.get("config_failed_at")
-    os.kill(info["pid"], signal.SIGHUP)
+    _signal_the_daemon(home, info["pid"], signal.SIGHUP)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         now = read_daemon_file(home) or {}
