@@ -28,11 +28,21 @@ class Home:
 
     def ensure(self):
         """Create the home's folders owner-only; UnsafeHome when one exists that someone else controls."""
+        self.check()
+        for path in (self.root, self.sessions_dir, self.logs_dir, self.crash_bundles_dir):
+            make_private_dir(path)
+        return self
+
+    def check(self):
+        """UnsafeHome when the home, a folder in it or config.toml is someone else's or writable by others
+        (at every start and every reload); config.toml is also read without following a link (config.load)."""
         for path in (self.root, self.sessions_dir, self.logs_dir, self.crash_bundles_dir):
             if os.path.lexists(path):
                 check_private(path, "folder")
-            make_private_dir(path)
         if os.path.lexists(self.config_file):
+            if os.path.islink(self.config_file):
+                raise UnsafeHome(f"the config file {self.config_file} is a symbolic link: compozy reads only a "
+                                 f"regular file of your own there (replace the link with the file, after checking it)")
             check_private(self.config_file, "config file")
         return self
 

@@ -22,7 +22,7 @@ from compozy.daemon.logs import setup_logging
 from compozy.http.app import create_app
 from compozy.http.auth import Auth
 from compozy.manager import SessionManager
-from compozy.paths import FILE_MODE, check_private, ensure_auth_token, write_private_json
+from compozy.paths import FILE_MODE, UnsafeHome, check_private, ensure_auth_token, write_private_json
 from compozy.session.turns.identity import ToolEndpoints
 
 log = logging.getLogger("compozy.daemon")
@@ -117,10 +117,11 @@ class Daemon:
         """SIGHUP: read config.toml again; an invalid file keeps the running configuration (and says so in
         daemon.json, where `compozy daemon reload` reads the outcome)."""
         try:
+            self.home.check()  # as at start: someone may have loosened the home or swapped config.toml since
             manager.reload_config(load_config(self.home.config_file))
             self.info = {**self.info, "config_loaded_at": now_iso(), "config_error": None}
             log.info("config reloaded from %s", self.home.config_file)
-        except ConfigError as exc:
+        except (ConfigError, UnsafeHome) as exc:
             self.info = {**self.info, "config_error": str(exc), "config_failed_at": now_iso()}
             log.error("config reload refused, keeping the running configuration: %s", exc)
         write_private_json(self.home.daemon_file, self.info)
