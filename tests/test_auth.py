@@ -223,6 +223,7 @@ def test_auth_none_is_logged_at_every_start_and_refused_beyond_loopback(home):
     daemon = DaemonProcess(home).start()
     try:
         assert send(daemon, "GET", "/api/sessions")[0] == 200  # no secret asked
+        assert daemon.client().call("POST", "/api/login", {})[1]["login"]["url"] == daemon.http_url + "/"
         daemon.restart()
         assert send(daemon, "GET", "/api/sessions")[0] == 200
     finally:

@@ -65,15 +65,17 @@ class Auth:
         if self.page_url is None:
             raise CompozyError("page_unavailable", "this daemon serves no HTTP address (it runs with --no-http), "
                                                    "so there is no page to open")
+        expires = datetime.now(timezone.utc) + timedelta(seconds=LOGIN_TTL)
+        expires_at = expires.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        if self.secret is None:  # daemon.auth = "none": nothing to log in with
+            return {"url": f"{self.page_url}{path}", "expires_at": expires_at}
         token = secrets.token_urlsafe(24)
         with self.lock:
             self._forget_expired()
             while len(self.logins) >= MAX_LOGINS:
                 self.logins.pop(next(iter(self.logins)))
             self.logins[token] = time.monotonic() + LOGIN_TTL
-        expires = datetime.now(timezone.utc) + timedelta(seconds=LOGIN_TTL)
-        return {"url": f"{self.page_url}{path}?{urlencode({TOKEN_PARAMETER: token})}",
-                "expires_at": expires.isoformat(timespec="milliseconds").replace("+00:00", "Z")}
+        return {"url": f"{self.page_url}{path}?{urlencode({TOKEN_PARAMETER: token})}", "expires_at": expires_at}
 
     def _login(self, given):
         if not (_equal(given, self.secret) or self._redeem(given)):
