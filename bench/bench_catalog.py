@@ -24,6 +24,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
+from tests.harness.daemon import auth_for
 from conftest import create_session, ms, populate, raw_timings, start_daemon, summary, table, verdict
 
 CREATES = 250  # >= 200 timed creates
@@ -139,7 +140,7 @@ def _fetch(url, target):
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
     try:
-        connection.request("GET", target)
+        connection.request("GET", target, headers=auth_for(parts.port))
         response = connection.getresponse()
         body = response.read()
         if response.status != 200:

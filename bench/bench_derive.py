@@ -45,10 +45,9 @@ def _path(session, *rest):
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
     from conftest import start_daemon
-    from compozy.cli.client import Client
     home, workspace = tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("workspace")
     daemon = start_daemon(home)
-    client = Client(daemon.http_url, timeout=120)
+    client = daemon.client(timeout=120)
     session = create_session(client, workspace)
     for turn in range(TURNS):
         stream_prompt(client, session, f"[chunks {CHUNKS}] turn {turn}")

@@ -37,11 +37,12 @@ VIEWERS_SCRIPT = Path(__file__).with_name("viewers.py")
 class ViewerProcess:
     """Some of the viewers, in a process of their own (bench/viewers.py)."""
 
-    def __init__(self, url, paths):
+    def __init__(self, url, token, paths):
         parts = urlsplit(url)
         self.process = subprocess.Popen([sys.executable, str(VIEWERS_SCRIPT)], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True)
-        self.process.stdin.write(json.dumps({"host": parts.hostname, "port": parts.port, "paths": paths}) + "\n")
+        self.process.stdin.write(json.dumps({"host": parts.hostname, "port": parts.port, "token": token,
+                                             "paths": paths}) + "\n")
         self.process.stdin.close()
 
     def wait_ready(self):
@@ -65,7 +66,7 @@ def test_fan_out(benchmark, client, daemon, workspace):
     streams = [(s["id"], f"{session_path(s, 'stream')}?after_sequence={lasts[s['id']]}")
                for s in sessions for _ in range(VIEWERS)]
     shares = [streams[index::VIEWER_PROCESSES] for index in range(VIEWER_PROCESSES)]
-    processes = [ViewerProcess(daemon.http_url, [path for _, path in share]) for share in shares if share]
+    processes = [ViewerProcess(daemon.http_url, daemon.token, [path for _, path in share]) for share in shares if share]
     for process in processes:
         process.wait_ready()
     time.sleep(0.5)  # every stream is past its catch-up read

@@ -30,13 +30,12 @@ RESULTS = {}
 
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
-    from compozy.cli.client import Client
     from conftest import start_daemon
     root = tmp_path_factory.mktemp("long")
     home, workspace = root / "home", root / "workspace"
     workspace.mkdir()
     daemon = start_daemon(home)
-    client = Client(daemon.http_url)
+    client = daemon.client()
     long = create_session(client, workspace)
     for _ in range(TURNS):
         stream_prompt(client, long, f"[chunks {CHUNKS}] long")

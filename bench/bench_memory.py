@@ -30,8 +30,7 @@ def loaded(tmp_path_factory):
     with mock.patch("os.fsync", lambda fd: None):
         populate(home, workspace, SESSIONS - LIVE)
     daemon = start_daemon(home)
-    from compozy.cli.client import Client
-    client = Client(daemon.http_url)
+    client = daemon.client()
     yield daemon, client, workspace, home
     daemon.stop()
 

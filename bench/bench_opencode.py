@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from tests.harness.daemon import auth_for  # our daemon's secret; opencode's port needs none
 from conftest import ms, rss_mib, table
 
 CREATES = 200
@@ -34,7 +35,8 @@ def _request(port, method, path, body=None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         payload = json.dumps(body).encode() if body is not None else None
-        connection.request(method, path, payload, {"Content-Type": "application/json"} if payload else {})
+        headers = {**auth_for(port), **({"Content-Type": "application/json"} if payload else {})}
+        connection.request(method, path, payload, headers)
         response = connection.getresponse()
         data = response.read()
         assert response.status < 300, (method, path, response.status, data[:200])

@@ -30,7 +30,8 @@ from compozy.config import load as load_config  # noqa: E402
 from compozy.daemon import listen  # noqa: E402
 from compozy.http import app as http_app  # noqa: E402
 from compozy.manager import SessionManager  # noqa: E402
-from compozy.paths import Home  # noqa: E402
+from compozy.http.auth import Auth  # noqa: E402
+from compozy.paths import Home, ensure_auth_token  # noqa: E402
 from conftest import create_session, stream_prompt  # noqa: E402
 
 SPANS = {  # module path -> (owner attribute path, ...)
@@ -102,9 +103,11 @@ class InProcessDaemon:
         self.manager = SessionManager(self.home, load_config(self.home.config_file)).start()
         sock = listen.bind_tcp("127.0.0.1", 0)
         port = sock.getsockname()[1]
-        self.servers = listen.serve(http_app.create_app(self.manager, port), [sock], listen.resource.RLIM_INFINITY)
+        secret = ensure_auth_token(self.home)
+        self.servers = listen.serve(http_app.create_app(self.manager, port, auth=Auth(secret, port)), [sock],
+                                    listen.resource.RLIM_INFINITY)
         threading.Thread(target=self.servers[0].run, daemon=True).start()
-        self.client = Client(f"http://127.0.0.1:{port}")
+        self.client = Client(f"http://127.0.0.1:{port}", token=secret)
 
     def close(self):
         self.manager.shutdown()

@@ -1,6 +1,7 @@
 """SSE viewers in a process of their own, for bench_fanout.py: one thread, one selector, raw sockets.
 
-Run as `python3 bench/viewers.py` with a JSON document on stdin: {"host", "port", "paths": [...]}.
+Run as `python3 bench/viewers.py` with a JSON document on stdin: {"host", "port", "token", "paths": [...]}
+(token: the daemon's secret, sent as a bearer token).
 Each path is opened as `GET path` with `Accept: text/event-stream`; once every response's headers
 have arrived, "ready" is printed. Then whatever a socket holds is read as soon as it is readable
 and stamped with the wall clock; a viewer ends at its stream's `event: done` (or when the daemon
@@ -25,9 +26,10 @@ HEADERS_END = b"\r\n\r\n"
 
 
 class Viewer:
-    def __init__(self, host, port, path):
+    def __init__(self, host, port, path, token):
         self.sock = socket.create_connection((host, port), timeout=60)
-        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
+        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n"
+                          f"Authorization: Bearer {token}\r\n\r\n".encode())
         self.reads = []  # (wall clock, bytes) of every read, headers included
         self.tail = b""
         self.error = None
@@ -102,7 +104,7 @@ def _frame(block, stamp):
 
 def main():
     request = json.loads(sys.stdin.readline())
-    viewers = [Viewer(request["host"], request["port"], path) for path in request["paths"]]
+    viewers = [Viewer(request["host"], request["port"], path, request["token"]) for path in request["paths"]]
     for viewer in viewers:
         viewer.wait_headers()
     print("ready", flush=True)

@@ -131,6 +131,11 @@ OPERATIONS = (
               "Session counts by state and the sessions that need attention (failures)",
               (Success(200, "DaemonStatusAnswer"),), cli=Cli("status")),
     Operation("GET", "/api/openapi.json", "daemon.openapi", None, "This document", (Success(200, "OpenAPI"),)),
+    Operation("POST", "/api/login", "daemon.login", None,
+              "A one-time URL that logs a browser in to the page (the list, or one session's view); valid once, "
+              "for 10 minutes", (Success(201, "LoginAnswer"),), ("invalid_request", "session_not_found",
+                                                                  "page_unavailable"),
+              body={"session_id": v.identifier("sess")}, cli=Cli("open", ("session_id",))),
     Operation("GET", "/api/agents", "agent.list", "list_agents",
               "The configured agents: provider, command (and whether it is found on PATH), default runtime",
               (Success(200, "AgentList"),), cli=Cli("agent list")),

@@ -3,7 +3,10 @@
 Layer 1: imports only layer 0. Precedence: built-in defaults < config.toml.
 """
 
+import errno
+import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 
@@ -29,6 +32,10 @@ class Setting:
 
 SETTINGS = (
     Setting("default_agent", "general", "str", "the agent a session gets when its creation names none"),
+    Setting("daemon.auth", "token", "choice",
+            "token: every TCP request carries the daemon's secret (<home>/auth_token) or the page's login cookie; "
+            "none: no authentication, allowed only on loopback and logged at every start (read at start)",
+            choices=("token", "none")),
     Setting("daemon.max_streams", 512, "int",
             "event streams open at once; one more is refused with stream_limit_reached (503, Retry-After)",
             minimum=1),
@@ -172,15 +179,36 @@ def builtin_agents():
 
 
 def load(path):
-    """Read config.toml at path (missing file = defaults) and validate every key."""
+    """Read config.toml at path (missing file = defaults) and validate every key. The file is opened
+    without following a link and must be a regular file of ours that nobody else may write: it names
+    the commands the daemon runs."""
     try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        document = {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return from_document({}, str(path))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(f"{path}: is a symbolic link; compozy reads only a regular file of your own there "
+                              f"(replace the link with the file it names, after checking it)") from None
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        _check_owner_only(os.fstat(fd), path)
+        try:
+            document = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read: {exc}") from exc
     return from_document(document, str(path))
+
+
+def _check_owner_only(info, path):
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{path}: is not a regular file")
+    if info.st_uid != os.geteuid():
+        raise ConfigError(f"{path}: belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}): someone else "
+                          f"controls it; remove it or set COMPOZY_HOME to a folder of your own")
+    if info.st_mode & 0o022:
+        raise ConfigError(f"{path}: is writable by group or others (mode {stat.S_IMODE(info.st_mode):o}): check "
+                          f"that nobody else changed it, then run: chmod 600 {path}")
 
 
 def from_document(document, path="config.toml"):

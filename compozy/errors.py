@@ -17,7 +17,7 @@ ERRORS = {
     # 400
     "invalid_request": ErrorKind(400, "the request is malformed or fails validation"),
     # 401
-    "unauthorized": ErrorKind(401, "a daemon listening beyond loopback needs its bearer token"),
+    "unauthorized": ErrorKind(401, "a TCP request without the daemon's secret or the page's login cookie"),
     "agent_identity_invalid": ErrorKind(401, "the binding secret names no live binding of that session"),
     # 403
     "host_not_allowed": ErrorKind(403, "the Host header is not the daemon's own loopback name"),
@@ -56,6 +56,7 @@ ERRORS = {
     "session_turn_in_progress": ErrorKind(409, "a turn is running, input is queued or an approval is pending"),
     "session_not_derivable": ErrorKind(409, "only user sessions can be rewound, continued or forked"),
     "session_daemon_managed": ErrorKind(409, "the daemon manages this session; users do not stop or remove it"),
+    "page_unavailable": ErrorKind(409, "the daemon serves no HTTP address (--no-http): there is no page to open"),
     "spawn_limit_reached": ErrorKind(409, "the parent already has 5 live spawned children"),
     "permission_option_unavailable": ErrorKind(409, "the agent offered no option of that decision's kind"),
     "permission_option_not_offered": ErrorKind(409, "option_id names none of the options the agent offered"),

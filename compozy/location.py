@@ -25,20 +25,27 @@ def archive_path():
     return None
 
 
+# -P: never put the current folder (an agent's workspace, where an agent may write
+# compozy/__init__.py) first on sys.path, as `-m` and a script path otherwise do (Python 3.11+).
+SAFE_PATH = "-P"
+
+
 def self_command(*args):
-    """argv that runs `compozy ARGS` again the way this process runs (checkout, install or archive)."""
+    """argv that runs `compozy ARGS` again the way this process runs (checkout, install or archive),
+    importing compozy only from where it is installed, whatever the current folder holds."""
     archive = archive_path()
     if archive is None:
-        return [sys.executable, "-m", "compozy", *args]
+        return [sys.executable, SAFE_PATH, "-m", "compozy", *args]
     isolated = ["-I"] if sys.flags.isolated else []  # an archive needs no PYTHONPATH, so keep -I
-    return [sys.executable, *isolated, archive, *args]
+    return [sys.executable, SAFE_PATH, *isolated, archive, *args]
 
 
 def import_environment():
-    """What a child needs in its environment to import compozy: PYTHONPATH, unless we run from an archive."""
-    if archive_path():
-        return {}
-    return {"PYTHONPATH": os.pathsep.join(p for p in (package_root(), os.environ.get("PYTHONPATH")) if p)}
+    """What a child needs in its environment to import compozy: PYTHONPATH with our package first (none from
+    an archive), and never an inherited entry that names the current folder ("", ".", any relative path)."""
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(p)]
+    entries = inherited if archive_path() else [package_root(), *inherited]
+    return {"PYTHONPATH": os.pathsep.join(entries)}
 
 
 def child_environment(extra=None):

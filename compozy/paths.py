@@ -5,7 +5,9 @@ Layer 1: imports only layer 0. Every path under $COMPOZY_HOME is built here.
 
 import http.client
 import json
+import errno
 import os
+import secrets
 import socket
 import stat
 import threading
@@ -26,11 +28,21 @@ class Home:
 
     def ensure(self):
         """Create the home's folders owner-only; UnsafeHome when one exists that someone else controls."""
+        self.check()
+        for path in (self.root, self.sessions_dir, self.logs_dir, self.crash_bundles_dir):
+            make_private_dir(path)
+        return self
+
+    def check(self):
+        """UnsafeHome when the home, a folder in it or config.toml is someone else's or writable by others
+        (at every start and every reload); config.toml is also read without following a link (config.load)."""
         for path in (self.root, self.sessions_dir, self.logs_dir, self.crash_bundles_dir):
             if os.path.lexists(path):
                 check_private(path, "folder")
-            make_private_dir(path)
         if os.path.lexists(self.config_file):
+            if os.path.islink(self.config_file):
+                raise UnsafeHome(f"the config file {self.config_file} is a symbolic link: compozy reads only a "
+                                 f"regular file of your own there (replace the link with the file, after checking it)")
             check_private(self.config_file, "config file")
         return self
 
@@ -69,6 +81,10 @@ class Home:
     @property
     def lock_file(self):
         return self.root / "daemon.lock"
+
+    @property
+    def auth_token_file(self):
+        return self.root / "auth_token"
 
     def session_dir(self, session_id):
         return self.sessions_dir / validate_id(session_id, "sess")
@@ -146,6 +162,39 @@ def lock_holder(path):
             if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
                 return int(fields[4])
     return None
+
+
+def ensure_auth_token(home):
+    """The daemon's secret for TCP clients: <home>/auth_token, made at the first start (random, 0600) and the
+    same at every start after. Called with the home's lock held, so one daemon writes it."""
+    try:
+        return read_auth_token(home)
+    except FileNotFoundError:
+        token = secrets.token_urlsafe(32)
+        write_private_file(home.auth_token_file, token + "\n")
+        return token
+
+
+def read_auth_token(home):
+    """The secret in <home>/auth_token, read without following a link; UnsafeHome when someone else could
+    have read or written it; FileNotFoundError before the daemon's first start."""
+    path = home.auth_token_file
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeHome(f"the auth token {path} is a symbolic link: remove it (the daemon makes a new one)") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            raise UnsafeHome(f"the auth token {path} is not a private file of yours (owner uid {info.st_uid}, "
+                             f"mode {stat.S_IMODE(info.st_mode):o}): someone else may know it; remove it and "
+                             f"restart the daemon, which makes a new one")
+        token = handle.read(4096).decode("ascii", "replace").strip()
+    if not token:
+        raise UnsafeHome(f"the auth token {path} is empty: remove it and restart the daemon")
+    return token
 
 
 def read_daemon_file(home):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from compozy.cli.client import Client, path_of
+from compozy.cli.client import path_of
 from compozy.errors import CompozyError
 from tests.harness.runner import read_events
 
@@ -125,7 +125,7 @@ def stop_session(client, workspace_id, session_id):
 # -- fifty prompts at once ------------------------------------------------------------------
 
 def test_fifty_simultaneous_prompts_run_once_in_admission_order(busy_daemon, home, workspace):
-    client = Client(busy_daemon.http_url, timeout=WAIT)
+    client = busy_daemon.client(timeout=WAIT)
     session_id, workspace_id = create_session(client, workspace)
     base = path_of("api", "workspaces", workspace_id, "sessions", session_id)
     try:
@@ -229,7 +229,7 @@ def test_fifty_simultaneous_prompts_run_once_in_admission_order(busy_daemon, hom
 
 @pytest.mark.parametrize("rounds", [6])
 def test_two_simultaneous_prompts_on_idle_session_start_one(daemon, home, workspace, rounds):
-    client = Client(daemon.http_url, timeout=WAIT)
+    client = daemon.client(timeout=WAIT)
     session_id, workspace_id = create_session(client, workspace)
     base = path_of("api", "workspaces", workspace_id, "sessions", session_id)
     ended = 0

@@ -103,7 +103,7 @@ def test_binding_progress_on_stderr_and_the_handshake_timeout_setting(home, daem
     first = run_cli(daemon.home, "session", "prompt", sid, "hi")
     assert first.returncode == 0, first.stderr
     python = os.path.basename(sys.executable)  # the reference agent runs on the daemon's own interpreter
-    assert f"starting general ({python} -m compozy agent reference)…" in first.stderr
+    assert f"starting general ({python} -P -m compozy agent reference)…" in first.stderr
     assert "ready after " in first.stderr
     again = run_cli(daemon.home, "session", "prompt", sid, "again")
     assert "starting" not in again.stderr  # its agent runs already

@@ -201,7 +201,7 @@ def test_sigterm_stops_bound_session_with_reason_shutdown(home, workspace):
     daemon = DaemonProcess(home)
     try:
         daemon.start()
-        client = Client(daemon.http_url, timeout=30)
+        client = daemon.client(timeout=30)
         _, created = client.call("POST", "/api/sessions", {"workspace_path": str(workspace)})
         sid, ws = created["session"]["id"], created["session"]["workspace_id"]
         client.call("POST", sessions_path(ws, sid, "prompt"), {"message": "hello"})
@@ -300,7 +300,7 @@ def test_cli_without_daemon_prints_one_error_line(home, how):
 
 
 def test_cli_url_and_env_select_tcp_or_unix_endpoint(daemon, workspace, tmp_path):
-    _, created = Client(daemon.http_url, timeout=30).call("POST", "/api/sessions",
+    _, created = daemon.client(timeout=30).call("POST", "/api/sessions",
                                                           {"workspace_path": str(workspace)})
     sid = created["session"]["id"]
     elsewhere = tmp_path / "empty-home"  # no socket here: only an explicit URL can reach the daemon
@@ -311,12 +311,15 @@ def test_cli_url_and_env_select_tcp_or_unix_endpoint(daemon, workspace, tmp_path
         assert result.returncode == 0, result.stdout + result.stderr
         return [s["id"] for s in json.loads(result.stdout)["sessions"]]
 
+    secret = {"COMPOZY_TOKEN": daemon.token}  # over TCP from another home: its secret, not this home's
     assert sid in listed(run_cli(elsewhere, "session", "list", "-o", "json",
-                                 extra_env={"COMPOZY_URL": daemon.http_url}))
+                                 extra_env={"COMPOZY_URL": daemon.http_url, **secret}))
+    assert sid in listed(run_cli(daemon.home, "session", "list", "-o", "json",
+                                 extra_env={"COMPOZY_URL": daemon.http_url}))  # its own home: read from the file
     assert sid in listed(run_cli(elsewhere, "session", "list", "-o", "json",
                                  extra_env={"COMPOZY_URL": daemon.socket_url}))
     assert sid in listed(run_cli(elsewhere, "--url", daemon.http_url, "session", "list", "-o", "json",
-                                 extra_env={"COMPOZY_URL": dead}))
+                                 extra_env={"COMPOZY_URL": dead, **secret}))
     assert sid in listed(run_cli(elsewhere, "--url", daemon.socket_url, "session", "list", "-o", "json"))
     assert sid in listed(run_cli(daemon.home, "session", "list", "-o", "json"))  # default: the home socket
 

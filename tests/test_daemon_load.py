@@ -17,7 +17,7 @@ def test_health_answers_with_more_idle_connections_than_select_can_watch(daemon)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * IDLE_CONNECTIONS)), hard))
     parts = urlsplit(daemon.http_url)
-    api = Client(daemon.http_url, timeout=10)
+    api = daemon.client(timeout=10)
     idle = []
     try:
         for _ in range(IDLE_CONNECTIONS):

@@ -2,14 +2,13 @@
 other answer is the recorded outcome (`replayed`) or a stable conflict. Real daemon, real HTTP, one
 connection per client, released together by a barrier."""
 
-from compozy.cli.client import Client
 from tests.harness.api import at_once, events, run_turn, spath, wait_for
 
 CLIENTS = 20
 
 
 def _source(daemon, workspace, turns=2):
-    api = Client(daemon.http_url, timeout=30)
+    api = daemon.client(timeout=30)
     session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
     for number in range(turns):
         turn_id = api.call("POST", spath(session, "prompt"), {"message": f"turn {number}", "message_id": f"m{number}",

@@ -15,7 +15,6 @@ import requests
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from compozy.cli.client import Client
 from tests.harness.api import run_turn, spath
 from tests.harness.daemon import DaemonProcess
 from tests.harness.runner import kill_marked
@@ -29,7 +28,7 @@ class Target:
 
     def __init__(self, daemon, workspace):
         self.daemon, self.workspace = daemon, workspace
-        self.api = Client(daemon.http_url, timeout=60)
+        self.api = daemon.client(timeout=60)
         self.session = self._create()
         run_turn(self.api, self.session, "[chunks 2] seed")  # events, history and a settled turn to aim at
 
@@ -58,7 +57,7 @@ def target(tmp_path_factory):
     daemon = DaemonProcess(root / "home").start()
     try:
         yield Target(daemon, workspace.resolve())
-        assert Client(daemon.http_url, timeout=30).call("GET", "/api/health")[0] == 200, "the daemon went deaf"
+        assert daemon.client(timeout=30).call("GET", "/api/health")[0] == 200, "the daemon went deaf"
     finally:
         daemon.stop()
         leaked = kill_marked(marker)
@@ -71,7 +70,8 @@ def target(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def api_schema(target):
-    return schemathesis.openapi.from_url(target.daemon.http_url + "/api/openapi.json")
+    return schemathesis.openapi.from_url(target.daemon.http_url + "/api/openapi.json",
+                                         headers=target.daemon.auth_headers)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
@@ -84,7 +84,7 @@ def test_no_generated_request_is_a_server_error(case, target):
     if zlib.crc32(repr((case.path_parameters, case.query, case.body)).encode()) % 2 == 0:
         real = target.ids()
         case.path_parameters = {name: real.get(name, value) for name, value in (case.path_parameters or {}).items()}
-    kwargs = case.as_transport_kwargs(base_url=target.daemon.http_url)
+    kwargs = case.as_transport_kwargs(base_url=target.daemon.http_url, headers=target.daemon.auth_headers)
     streaming = case.operation.label and case.operation.definition.raw.get("operationId") in STREAMS
     with requests.request(**kwargs, timeout=60, stream=True) as response:
         status = response.status_code

@@ -43,10 +43,12 @@ class Answer:
 
 
 def send(daemon, method, path, body=None, headers=None, unix=False, chunked=False):
+    """Over TCP with the daemon's secret (unless headers name an Authorization); over the socket without."""
     connection = (UnixConnection(daemon.info["socket"], 30) if unix
                   else http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30))
+    headers = dict(headers or {}) if unix else {**daemon.auth_headers, **(headers or {})}
     try:
-        connection.request(method, path, body=body, headers=dict(headers or {}), encode_chunked=chunked)
+        connection.request(method, path, body=body, headers=headers, encode_chunked=chunked)
         response = connection.getresponse()
         return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
     finally:

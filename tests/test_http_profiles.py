@@ -9,10 +9,10 @@ from tests.harness.cli import run_cli
 from tests.test_daemon import terminate_pid
 
 
-def call(daemon, method, path, body=None):
+def call(daemon, method, path, body=None, auth=True):
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(daemon.http_url + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"} if data else {})
+    headers = {**(daemon.auth_headers if auth else {}), **({"Content-Type": "application/json"} if data else {})}
+    req = urllib.request.Request(daemon.http_url + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=60) as answer:
             return answer.status, json.loads(answer.read())
@@ -40,6 +40,9 @@ def test_profile_requests_are_relayed_to_the_profiles_daemon(daemon, workspace):
         assert run_cli(home, "--profile", "work", "session", "list", "-q").stdout.split() == [sid]
         status, body = call(daemon, "GET", "/api/sessions?profile=work&limit=5")
         assert status == 200 and [s["id"] for s in body["sessions"]] == [sid]
+        for path in ("/api/sessions?profile=work", "/api/health?profile=work"):  # the main daemon's secret first
+            status, body = call(daemon, "GET", path, auth=False)
+            assert (status, body["code"]) == (401, "unauthorized"), path
         status, body = call(daemon, "GET", "/api/sessions")
         assert status == 200 and body["sessions"] == []
         # Errors of the profile's daemon come back as they are.
@@ -50,7 +53,9 @@ def test_profile_requests_are_relayed_to_the_profiles_daemon(daemon, workspace):
             assert (status, body["code"]) == (404, "session_not_found"), (spelt, body)
             assert "/" not in spelt or "../x" in body["error"], body
         # A stream is relayed as it is written.
-        with urllib.request.urlopen(daemon.http_url + "/api/sessions/stream?profile=work", timeout=60) as stream:
+        streamed = urllib.request.Request(daemon.http_url + "/api/sessions/stream?profile=work",
+                                          headers=daemon.auth_headers)
+        with urllib.request.urlopen(streamed, timeout=60) as stream:
             assert stream.headers["Content-Type"].startswith("text/event-stream")
             lines = [stream.readline() for _ in range(2)]
             assert any(sid.encode() in line or line.startswith((b"event:", b"data:", b":")) for line in lines), lines

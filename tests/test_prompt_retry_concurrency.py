@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from compozy.cli.client import Client
 from compozy.errors import CompozyError
 from tests.harness.api import at_once, spath, wait_for
 from tests.harness.runner import read_events
@@ -19,7 +18,7 @@ CLIENTS = 20
 
 @pytest.fixture
 def api(daemon):
-    return Client(daemon.http_url, timeout=60)
+    return daemon.client(timeout=60)
 
 
 @pytest.fixture

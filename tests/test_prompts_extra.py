@@ -9,7 +9,6 @@ import json
 import os
 import time
 
-from compozy.cli.client import Client
 from tests.harness.api import TURN_TIMEOUT, run_turn as _run_turn, spath as _spath
 
 
@@ -24,7 +23,7 @@ def test_symlinks_are_followed_and_escapes_through_them_refused(daemon, tmp_path
     os.symlink(outside / "secret.txt", workspace / "s.txt")  # a file link that leaves it
     os.symlink(workspace / "real", workspace / "alias")   # a link that stays inside
 
-    api = Client(daemon.http_url, timeout=30)
+    api = daemon.client(timeout=30)
     _, created = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})
     session = created["session"]
     try:
@@ -61,7 +60,7 @@ def test_stop_during_restart_waits_for_setup_then_stops(home, tmp_path):
                                       '[agents.slow]\nprovider = "slow"\n')
     daemon = DaemonProcess(home).start()
     try:
-        api = Client(daemon.http_url, timeout=60)
+        api = daemon.client(timeout=60)
         _, created = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve()),
                                                         "agent_name": "slow"})
         session = created["session"]
@@ -113,7 +112,7 @@ def test_prompt_right_after_done_starts_a_new_turn(daemon, tmp_path):
     """
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    api = Client(daemon.http_url, timeout=30)
+    api = daemon.client(timeout=30)
     _, created = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})
     session = created["session"]
     refused = []

@@ -44,7 +44,7 @@ def test_an_approved_write_never_follows_a_link_planted_while_it_waited(approve_
     workspace, outside = workspace_and_outside(tmp_path)
     target = outside / "victim.txt"
     target.write_text("untouched")
-    api = Client(approve_reads_daemon.http_url, timeout=30)
+    api = approve_reads_daemon.client(timeout=30)
     session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
     try:
         turn_id = api.call("POST", spath(session, "prompt"), {"message": "[write held.txt payload] go"})[1][
@@ -75,7 +75,7 @@ def test_a_workspace_registered_over_the_home_cannot_hold_new_sessions(home, tmp
     catalog.close()
     daemon = DaemonProcess(home).start()
     try:
-        api = Client(daemon.http_url, timeout=30)
+        api = daemon.client(timeout=30)
         refused = pytest.raises(Exception, api.call, "POST", "/api/sessions", {"workspace": "legacy"})
         assert refused.value.code == "invalid_request"
     finally:
@@ -85,7 +85,7 @@ def test_a_workspace_registered_over_the_home_cannot_hold_new_sessions(home, tmp
 def test_a_prompt_of_a_million_bytes_of_non_ascii_text_completes(daemon, workspace):
     """Issue 14, finding 10: escaped as \\u00e9 it was 3 MB on the wire, the agent dropped the line and
     the turn hung; sent as UTF-8 it fits, and a message over the cap once encoded is refused."""
-    api = Client(daemon.http_url, timeout=60)
+    api = daemon.client(timeout=60)
     session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
     try:
         message = "é" * 500_000
@@ -160,7 +160,7 @@ def test_agent_reads_and_writes_never_cross_a_file_swapped_with_a_symlink(approv
     secret = outside / "secret.txt"
     secret.write_text("TOPSECRET")
     (workspace / "target").write_text("public")
-    api = Client(approve_all_daemon.http_url, timeout=60)
+    api = approve_all_daemon.client(timeout=60)
     session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
     stop = threading.Event()
     swapper = threading.Thread(target=swap_forever, args=(workspace / "target", secret, stop), daemon=True)
@@ -188,7 +188,7 @@ def test_a_workspace_folder_moved_behind_a_symlink_does_not_move_the_boundary(ap
     (parent / "ws").mkdir(parents=True)
     (evil / "ws").mkdir(parents=True)
     (evil / "ws" / "notes.txt").write_text("EVILSECRET")
-    api = Client(approve_all_daemon.http_url, timeout=60)
+    api = approve_all_daemon.client(timeout=60)
     session = api.call("POST", "/api/sessions", {"workspace_path": str((parent / "ws").resolve())})[1]["session"]
     try:
         parent.rename(tmp_path / "projects-old")
@@ -209,7 +209,7 @@ def test_cancel_and_stop_work_while_a_file_request_is_outstanding(approve_reads_
     workspace = tmp_path / "ws"
     workspace.mkdir()
     os.mkfifo(workspace / "pipe")
-    api = Client(approve_reads_daemon.http_url, timeout=30)
+    api = approve_reads_daemon.client(timeout=30)
     session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
     try:
         turn_id = api.call("POST", spath(session, "prompt"),

@@ -32,7 +32,7 @@ def test_agents_get_the_environment_without_the_daemons_credentials_and_reads_re
     (workspace / "leak.txt").write_text(f"{TOKEN} {SECRETS['ANTHROPIC_API_KEY']} provider-token-5555")
     daemon = DaemonProcess(home, env=SECRETS).start()
     try:
-        api = Client(daemon.http_url, timeout=60)
+        api = daemon.client(timeout=60)
         session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace.resolve())})[1]["session"]
         turn_id = api.call("POST", spath(session, "prompt"), {"message": "[read leak.txt] go"})[1]["prompt"]["turn_id"]
         wait_for(lambda: events(api, session, turn_id=turn_id, type="done"), what="end of the turn")
@@ -79,11 +79,13 @@ def test_a_remote_daemon_asks_for_its_token_and_still_checks_host_and_origin(rem
 
 
 def test_the_cli_without_the_token_says_unauthorized_not_not_running(remote_daemon, home):
-    for args in (("daemon", "status"), ("session", "list")):
+    for args in (("session", "list"), ("status",)):
         result = run_cli(home, "--url", remote_daemon.http_url, *args)
         assert result.returncode != 0
         assert "unauthorized" in result.stderr and "not running" not in result.stdout + result.stderr, result
-    ok = run_cli(home, "--url", remote_daemon.http_url, "daemon", "status", extra_env={"COMPOZY_TOKEN": TOKEN})
+    running = run_cli(home, "--url", remote_daemon.http_url, "daemon", "status")  # the open health route
+    assert running.returncode == 0 and "compozy daemon running" in running.stdout, running.stderr
+    ok = run_cli(home, "--url", remote_daemon.http_url, "session", "list", extra_env={"COMPOZY_TOKEN": TOKEN})
     assert ok.returncode == 0, ok.stderr
 
 
@@ -95,7 +97,7 @@ def test_a_wildcard_daemon_writes_a_url_this_machine_can_use_and_takes_its_token
         assert daemon.http_url.startswith("http://127.0.0.1:")
         with open(f"/proc/{daemon.process.pid}/cmdline", "rb") as handle:
             assert TOKEN.encode() not in handle.read()
-        api = Client(daemon.http_url, timeout=30)
+        api = daemon.client(timeout=30)
         assert api.call("GET", "/api/sessions", headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
     finally:
         daemon.stop()
@@ -167,6 +169,39 @@ def test_daemon_stop_never_signals_a_process_that_reused_the_daemons_pid(home):
     finally:
         stranger.kill()
         stranger.wait()
+
+
+@pytest.fixture
+def stale_daemon_file(home):
+    """A real, unrelated `sleep` whose pid a daemon.json left by a crash names (issue 21, medium 7)."""
+    stranger = subprocess.Popen(["sleep", "120"])
+    home.chmod(0o700)
+    (home / "daemon.json").write_text(json.dumps({"pid": stranger.pid, "http": None, "socket": str(home / "x"),
+                                                  "started_at": "2026-01-01T00:00:00Z"}))
+    (home / "daemon.lock").touch()
+    yield stranger
+    stranger.kill()
+    stranger.wait()
+
+
+def test_daemon_reload_never_signals_a_process_that_reused_the_daemons_pid(home, stale_daemon_file):
+    result = run_cli(home, "daemon", "reload")
+    assert result.returncode != 0 and "nothing was signalled" in result.stderr, result.stderr
+    time.sleep(0.5)  # a SIGHUP would have ended sleep at once
+    assert stale_daemon_file.poll() is None, "the stranger was signalled"
+
+
+def test_daemon_start_over_a_stale_daemon_file_checks_the_lock_holder_and_starts(home, stale_daemon_file):
+    started = run_cli(home, "daemon", "start", "--http", "127.0.0.1:0", "-o", "json")
+    try:
+        assert started.returncode == 0, started.stderr
+        info = json.loads(started.stdout)
+        assert "already_running" not in info and info["pid"] != stale_daemon_file.pid
+        assert run_cli(home, "session", "list").returncode == 0
+    finally:
+        stopped = run_cli(home, "daemon", "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert stale_daemon_file.poll() is None
 
 
 def test_a_daemon_never_takes_over_a_live_daemons_socket(daemon, tmp_path):

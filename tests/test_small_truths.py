@@ -10,6 +10,7 @@ from pathlib import Path
 from compozy.config import builtin_agents, builtin_providers, from_document
 from compozy.http.routes import quoted_string
 from compozy import paths
+from tests.harness.daemon import auth_for
 from tests.test_streams import Viewer, spath
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +46,8 @@ def test_the_catalog_stream_resumes_after_last_event_id(api, port, workspace, tm
 def test_the_legacy_stop_answer_has_no_media_type_and_a_quoted_warning(api, port, workspace):
     session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    connection.request("POST", spath(session, "stop"), body="{}", headers={"Content-Type": "application/json"})
+    connection.request("POST", spath(session, "stop"), body="{}",
+                       headers={"Content-Type": "application/json", **auth_for(port)})
     answer = connection.getresponse()
     answer.read()
     connection.close()

@@ -17,6 +17,8 @@ ROUTES_TESTED_ELSEWHERE = {
     "daemon.openapi": "tests/test_openapi.py checks the document against the route table",
     "session.stream": "tests/test_streams.py follows SSE with real viewers, resume and keepalive",
     "session.catalog_stream": "tests/test_streams.py follows catalog changes",
+    "daemon.login": "tests/test_auth.py mints login URLs over TCP, the socket and `compozy open`, and redeems each in "
+                    "a page request, once: what a login token is for, no scenario step can do (the façade has none)",
 }
 BOOT_REPAIR_TEST = ("tests/test_boot_repair.py writes the state a daemon killed at that moment leaves and boots on "
                     "it; a scenario can kill the daemon only between steps, never mid-bind or mid-dispatch")
@@ -44,6 +46,7 @@ CLI_TESTED_ELSEWHERE = {
     "daemon status": "tests/test_daemon.py reads it while running and after stop",
     "agent reference": "every scenario launches the reference agent through the daemon",
     "session attach": "tests/test_cli_attach.py drives it through a pseudo-terminal against a real daemon",
+    "open": "tests/test_auth.py prints and opens (through $BROWSER) a login URL and logs a page in with it",
     "completion": "tests/test_cli_prefixes_completion.py loads the scripts and asks the completion protocol",
     "config check": "tests/test_cli_agents.py checks valid, invalid and missing files",
     "daemon reload": "tests/test_cli_agents.py reloads a running daemon by the command and by SIGHUP",

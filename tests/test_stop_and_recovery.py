@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from compozy.cli.client import Client, path_of
+from compozy.cli.client import path_of
 from compozy.errors import CompozyError
 from tests.harness.daemon import DaemonProcess
 from tests.harness.runner import kill_marked
@@ -57,7 +57,7 @@ def started(home, marker):
 
 
 def _client(daemon):
-    return Client(daemon.http_url, timeout=120)
+    return daemon.client(timeout=120)
 
 
 def _scoped(session, *rest):

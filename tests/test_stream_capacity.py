@@ -14,8 +14,7 @@ import time
 
 import pytest
 
-from compozy.cli.client import Client
-from tests.harness.daemon import DaemonProcess
+from tests.harness.daemon import DaemonProcess, auth_for
 from tests.test_streams import Viewer, prompt, spath, wait_turn_end
 
 VIEWERS = 300
@@ -47,7 +46,7 @@ def timed(call):
 def test_health_and_a_prompt_answer_within_budget_beside_300_viewers_and_1000_idle_connections(
         tmp_path, workspace, raised_descriptors):
     daemon = started(tmp_path / "home")
-    api = Client(daemon.http_url, timeout=60)
+    api = daemon.client(timeout=60)
     port = int(daemon.http_url.rsplit(":", 1)[1])
     viewers, idle = [], []
     try:
@@ -58,8 +57,8 @@ def test_health_and_a_prompt_answer_within_budget_beside_300_viewers_and_1000_id
         for _ in range(IDLE_CONNECTIONS):
             idle.append(socket.create_connection(("127.0.0.1", port), timeout=10))
         assert all(viewer.status == 200 for viewer in viewers)
-        (status, health), health_seconds = timed(lambda: Client(daemon.http_url, timeout=30).call("GET", "/api/health"))
-        (_, admitted), prompt_seconds = timed(lambda: Client(daemon.http_url, timeout=30).call(
+        (status, health), health_seconds = timed(lambda: daemon.client(timeout=30).call("GET", "/api/health"))
+        (_, admitted), prompt_seconds = timed(lambda: daemon.client(timeout=30).call(
             "POST", spath(session, "prompt"), {"message": "[chunks 2] under load"}))
         print(f"\nwith {VIEWERS} viewers and {IDLE_CONNECTIONS} idle connections: health {health_seconds:.3f}s, "
               f"prompt {prompt_seconds:.3f}s (budget {BUDGET_SECONDS}s)")
@@ -81,7 +80,7 @@ def test_health_and_a_prompt_answer_within_budget_beside_300_viewers_and_1000_id
 def test_a_stream_past_the_cap_is_503_with_retry_after_and_a_gone_viewer_frees_its_place(tmp_path, workspace):
     daemon = started(tmp_path / "home", "[daemon]\nmax_streams = 3\n")
     port = int(daemon.http_url.rsplit(":", 1)[1])
-    api = Client(daemon.http_url, timeout=60)
+    api = daemon.client(timeout=60)
     viewers = []
     try:
         session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
@@ -89,7 +88,8 @@ def test_a_stream_past_the_cap_is_503_with_retry_after_and_a_gone_viewer_frees_i
         assert [viewer.status for viewer in viewers] == [200, 200, 200]
         refused = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         refused.request("POST", spath(session, "prompt"), body='{"message": "never admitted"}',
-                        headers={"Accept": "text/event-stream", "Content-Type": "application/json"})
+                        headers={"Accept": "text/event-stream", "Content-Type": "application/json",
+                                 **auth_for(port)})
         answer = refused.getresponse()
         body = answer.read()
         refused.close()

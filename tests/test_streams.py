@@ -168,7 +168,7 @@ def test_fifty_viewers_receive_every_event_and_daemon_stays_responsive(api, port
             errors.append(repr(exc))
 
     def probe():
-        probe_client = Client(api.url, timeout=10)
+        probe_client = Client(api.url, timeout=10, token=api.token)
         while not stop_probe.is_set():
             started = time.monotonic()
             status, _ = probe_client.call("GET", "/api/health")

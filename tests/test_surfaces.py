@@ -10,6 +10,7 @@ import pytest
 
 from compozy.api import OPERATIONS
 from compozy.http.app import create_app
+from compozy.http.auth import Auth
 from compozy.manager import SessionManager
 from tests.harness.commands import cli_commands
 
@@ -32,7 +33,7 @@ COMMANDS = cli_commands()
 
 
 def test_every_operation_is_a_flask_rule_and_nothing_else_is():
-    app = create_app(manager=None)
+    app = create_app(manager=None, auth=Auth("secret"))
     served = {(rule.rule, method) for rule in app.url_map.iter_rules()
               if rule.endpoint != "static"
               and not rule.endpoint.startswith(("page.", "mcp."))  # the web page and the tool server, not the API

@@ -17,7 +17,6 @@ import uuid
 
 import pytest
 
-from compozy.cli.client import Client
 from tests.harness.daemon import DaemonProcess
 from tests.harness.runner import kill_marked, read_events
 from tests.harness.torture import (Figures, Round, SessionLoad, audit_session, catalog_agrees_with_directories,
@@ -47,7 +46,7 @@ def test_sigkilled_daemon_loses_nothing_and_runs_nothing_twice(home, tmp_path, m
     loads, started = [], time.monotonic()
     daemon = DaemonProcess(home).start()
     try:
-        client = Client(daemon.http_url, timeout=60)
+        client = daemon.client(timeout=60)
         for index in range(SESSIONS):
             workspace = tmp_path / f"workspace-{index}"
             workspace.mkdir()
@@ -63,7 +62,7 @@ def test_sigkilled_daemon_loses_nothing_and_runs_nothing_twice(home, tmp_path, m
                 figures.kills += 1
                 figures.kills_during_boot += 1
             daemon.start()
-            client = Client(daemon.http_url, timeout=60)
+            client = daemon.client(timeout=60)
             for load in loads:
                 audit_session(client, home, load, left[load.session["id"]], figures)
             catalog_agrees_with_directories(home)

@@ -37,8 +37,9 @@ def fetch(url, path, headers=None):
 
 def test_the_page_and_its_assets_are_served_on_both_surfaces_under_a_strict_policy(daemon):
     for url in (daemon.http_url, daemon.socket_url):
+        auth = daemon.auth_headers if url.startswith("http:") else {}  # the socket asks for no secret
         for path in ("/", "/sessions/sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"):
-            status, headers, body = fetch(url, path)
+            status, headers, body = fetch(url, path, auth)
             assert status == 200 and headers["Content-Type"].startswith("text/html")
             assert "default-src 'none'" in headers["Content-Security-Policy"]
             assert "script-src 'self'" in headers["Content-Security-Policy"]
@@ -48,20 +49,20 @@ def test_the_page_and_its_assets_are_served_on_both_surfaces_under_a_strict_poli
         pending, referenced = re.findall(r'"/assets/([\w.-]+)"', page), set()
         while pending:  # the page's files, then every module they import
             name = pending.pop()
-            status, headers, body = fetch(url, f"/assets/{name}")
+            status, headers, body = fetch(url, f"/assets/{name}", auth)
             assert status == 200, name
             assert headers["X-Content-Type-Options"] == "nosniff"
             referenced.add(name)
             pending += set(re.findall(r'from "\./([\w.-]+)"', body.decode())) - referenced
         assert {"app.js", "session.js", "derive.js", "transcript.js", "markdown.js", "dom.js", "style.css"} <= referenced
-        status, _, body = fetch(url, "/assets/missing.js")
+        status, _, body = fetch(url, "/assets/missing.js", auth)
         assert status == 404 and json.loads(body)["code"] == "endpoint_not_found"
 
 
 def test_the_page_is_refused_to_a_foreign_host_and_stays_out_of_the_api_description(daemon):
     status, _, body = fetch(daemon.http_url, "/", {"Host": "attacker.example"})
     assert status == 403 and json.loads(body)["code"] == "host_not_allowed"
-    _, document = Client(daemon.http_url).call("GET", "/api/openapi.json")
+    _, document = daemon.client().call("GET", "/api/openapi.json")
     assert not [path for path in document["paths"] if not path.startswith("/api/")]
 
 
@@ -106,7 +107,9 @@ class Web:
         return document["session"]
 
     def open(self, path="/"):
-        self.page.goto(self.daemon.http_url + path)
+        """Go to path logged in (through ?token=, which the daemon turns into its cookie)."""
+        self.page.goto(self.daemon.page_url(path))
+        assert self.page.url == self.daemon.http_url + path  # the token left the address bar
 
     def send(self, text, button="Send"):
         from playwright.sync_api import expect

@@ -150,12 +150,15 @@ def exercise_daemon(archive_command, tmp_path, extra_env=None):
         session_id = compozy("session", "new", "-q").strip()
         assert compozy("session", "prompt", session_id, "hello from the archive").strip() == "echo: hello from the archive"
         agent_pid = json.loads(compozy("session", "status", session_id, "-o", "json"))["session"]["runtime"]["process"]["pid"]
-        assert agent_command(agent_pid) == [*map(str, archive_command), "agent", "reference"]
+        python, *rest = map(str, archive_command)  # relaunched with -P: never from the current folder
+        assert agent_command(agent_pid) == [python, "-P", *rest, "agent", "reference"]
         described = compozy("session", "prompt", session_id, "[mcp compozy__session_describe]")
         assert f'mcp compozy__session_describe: {{"session":{{"id":"{session_id}"' in described
-        if (ROOT / "compozy" / "web").is_dir():
-            with urllib.request.urlopen(daemon["http"] + "/", timeout=CLI_TIMEOUT) as page:
+        if (ROOT / "compozy" / "web").is_dir():  # logged in through the URL daemon start printed, as a browser
+            browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+            with browser.open(daemon["login_url"], timeout=CLI_TIMEOUT) as page:
                 assert page.status == 200 and page.headers.get_content_type() == "text/html"
+                assert page.url == daemon["http"] + "/"  # redirected, the token gone from the address
         compozy("daemon", "stop")
     finally:
         stop_if_running(daemon["pid"])

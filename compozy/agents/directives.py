@@ -263,7 +263,7 @@ class DirectiveSteps:
 
     def do_grandchild(self, setsid: str | None) -> None:
         child = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(3600)"],
+            [sys.executable, "-P", "-c", "import time; time.sleep(3600)"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=bool(setsid),
         )

@@ -27,9 +27,24 @@ def resolve_url(url=None, home=None):
     return "unix://" + str(home.socket_file)
 
 
+def tcp_secret(home=None):
+    """What the CLI sends over TCP: $COMPOZY_TOKEN when set, else the home's auth_token (None before the
+    daemon's first start)."""
+    from compozy.paths import Home, UnsafeHome, read_auth_token
+    if os.environ.get("COMPOZY_TOKEN"):
+        return os.environ["COMPOZY_TOKEN"]
+    try:
+        return read_auth_token(home or Home())
+    except FileNotFoundError:
+        return None
+    except UnsafeHome as exc:
+        raise CompozyError("unauthorized", str(exc)) from None
+
+
 class Client:
-    def __init__(self, url, timeout=60.0):
-        self.url, self.timeout = url, timeout
+    def __init__(self, url, timeout=60.0, token=None):
+        """token: the daemon's secret for TCP (default: tcp_secret()); never sent to a socket."""
+        self.url, self.timeout, self.token = url, timeout, token
         parts = urlsplit(url)
         self.over_tcp = parts.scheme == "http"
         if parts.scheme == "unix":
@@ -77,8 +92,10 @@ class Client:
         target = path + ("?" + urlencode(query) if query else "")
         payload = json.dumps(body).encode() if body is not None else None
         headers = dict(headers or {})
-        if os.environ.get("COMPOZY_TOKEN") and self.over_tcp:  # the socket needs none: never hand it to a socket
-            headers["Authorization"] = "Bearer " + os.environ["COMPOZY_TOKEN"]
+        if self.over_tcp:  # the socket needs none: never hand the secret to a socket
+            self.token = self.token or tcp_secret()
+            if self.token and "Authorization" not in headers:
+                headers["Authorization"] = "Bearer " + self.token
         if payload is not None:
             headers["Content-Type"] = "application/json"
         connection = self._connect(timeout)

@@ -26,10 +26,10 @@ def config_group():
 def load_checked():
     """(config, None) when config.toml is valid, else (None, the problems, one a line)."""
     from compozy.config import ConfigError, load
-    from compozy.paths import Home
+    from compozy.paths import Home, UnsafeHome
     try:
-        return load(Home().config_file), None
-    except ConfigError as exc:
+        return load(Home().check().config_file), None
+    except (ConfigError, UnsafeHome) as exc:
         return None, str(exc)
 
 

@@ -68,7 +68,7 @@ def run(http_addr, socket_path, no_http, allow_remote, token, token_file):
     token = _token(token, token_file)
     _refuse_remote_without_token(allow_remote, token)
     try:
-        code = Daemon(Home(), http_addr, socket_path, no_http, token if allow_remote else None).run(
+        code = Daemon(Home(), http_addr, socket_path, no_http, token, allow_remote).run(
             announce=lambda line, flush=True: click.echo(line))
     except (DaemonError, ConfigError, UnsafeHome) as exc:
         click.echo(f"compozy daemon: {exc}", err=True)
@@ -95,8 +95,9 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token, token_fi
     _refuse_remote_without_token(allow_remote, token)
     running = running_daemon(home)
     if running:
-        emit({**running, "already_running": True}, output,
-             lambda i: f"compozy daemon already running (pid {i['pid']}) at {i.get('http') or i['socket']}")
+        emit(_with_login({**running, "already_running": True}), output,
+             lambda i: f"compozy daemon already running (pid {i['pid']}) at {i.get('http') or i['socket']}"
+                       + _login_line(i))
         return
     argv = ["daemon", "run", "--http", http_addr, *(["--socket", socket_path] if socket_path else []),
             *(["--no-http"] if no_http else []), *(["--allow-remote"] if allow_remote else [])]
@@ -140,10 +141,16 @@ def _refuse_remote_without_token(allow_remote, token):
 
 
 def running_daemon(home):
-    """daemon.json of a daemon alive on this home, or None."""
-    from compozy.paths import read_daemon_file
+    """daemon.json of the daemon running on this home, or None. Its pid must hold the home's lock: a
+    daemon.json left by a crash, whose pid the kernel has given to another process, does not count."""
+    from compozy.paths import lock_holder, read_daemon_file
     info = read_daemon_file(home)
-    return info if info and _alive(info.get("pid", -1)) else None
+    if not info or not isinstance(info.get("pid"), int) or not _alive(info["pid"]):
+        return None
+    try:
+        return info if lock_holder(home.lock_file) == info["pid"] else None
+    except OSError:
+        return None  # no lock file, or the kernel does not say: no proof, so not ours
 
 
 def _wait_ready(home, child, log_path, offset, output):
@@ -152,8 +159,8 @@ def _wait_ready(home, child, log_path, offset, output):
     while time.monotonic() < deadline:
         info = read_daemon_file(home)
         if info and info.get("pid") == child.pid:
-            emit(info, output, lambda i: f"compozy daemon listening on {i.get('http') or '-'} socket {i['socket']} "
-                                         f"(pid {i['pid']})")
+            emit(_with_login(info), output, lambda i: f"compozy daemon listening on {i.get('http') or '-'} socket "
+                                                      f"{i['socket']} (pid {i['pid']})" + _login_line(i))
             return
         if child.poll() is not None:
             click.echo(_written_since(log_path, offset).rstrip() or f"compozy daemon: failed to start; see {log_path}",
@@ -179,7 +186,7 @@ def stop(output):
     info = read_daemon_file(home)
     if not info or not _alive(info["pid"]):
         raise CompozyError("daemon_unavailable", "no compozy daemon is running (start one with `compozy daemon start`)")
-    _signal_the_daemon(home, info["pid"])
+    _signal_the_daemon(home, info["pid"], signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
     while _alive(info["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -189,9 +196,10 @@ def stop(output):
     emit({"stopped": True, "pid": info["pid"]}, output, lambda d: f"compozy daemon stopped (pid {d['pid']})")
 
 
-def _signal_the_daemon(home, pid):
-    """SIGTERM to pid only if it is this home's daemon: the holder of the home's lock. The pidfd taken
-    first pins that process, so a pid reused after a crash (daemon.json left behind) is never signalled."""
+def _signal_the_daemon(home, pid, sig):
+    """sig to pid only if it is this home's daemon: the holder of the home's lock. The pidfd taken first
+    pins that process, so a pid reused after a crash (daemon.json left behind) is never signalled. Every
+    signal the CLI sends goes through here."""
     from compozy.paths import lock_holder
     try:
         handle = os.pidfd_open(pid)
@@ -202,7 +210,7 @@ def _signal_the_daemon(home, pid):
         if holder != pid:
             raise CompozyError("daemon_unavailable", f"no compozy daemon is running: {home.daemon_file} names pid {pid}, "
                                f"which does not hold {home.lock_file} (a stale file; nothing was signalled)")
-        signal.pidfd_send_signal(handle, signal.SIGTERM)
+        signal.pidfd_send_signal(handle, sig)
     except OSError as exc:
         raise CompozyError("daemon_unavailable", f"cannot confirm that pid {pid} is this home's daemon "
                            f"({exc.strerror}); nothing was signalled") from None
@@ -225,15 +233,15 @@ def reload(output):
     from compozy.cli.configuration import load_checked
     from compozy.paths import Home, read_daemon_file
     home = Home()
-    info = running_daemon(home)
-    if not info:
+    info = read_daemon_file(home)
+    if not info or not _alive(info["pid"]):
         raise CompozyError("daemon_unavailable", "no compozy daemon is running (start one with `compozy daemon start`)")
     _, problems = load_checked()
     if problems:
         click.echo(problems, err=True)
         sys.exit(1)
     before = info.get("config_loaded_at"), info.get("config_failed_at")
-    os.kill(info["pid"], signal.SIGHUP)
+    _signal_the_daemon(home, info["pid"], signal.SIGHUP)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         now = read_daemon_file(home) or {}
@@ -290,6 +298,18 @@ def _zombie(pid):
         return data[data.rindex(b")") + 2:data.rindex(b")") + 3] == b"Z"
     except (OSError, ValueError):
         return False
+
+
+def _with_login(info):
+    """daemon.json plus a one-time login URL of the page (none without HTTP), asked over the socket."""
+    from compozy.cli.client import Client
+    from compozy.cli.page import login_url
+    url = login_url(Client("unix://" + info["socket"], timeout=10)) if info.get("http") else None
+    return {**info, "login_url": url}
+
+
+def _login_line(info):
+    return f"\nopen the page (this link works once): {info['login_url']}" if info.get("login_url") else ""
 
 
 def _written_since(path, offset):

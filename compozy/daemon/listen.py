@@ -3,10 +3,13 @@
 Layer 6 (surface).
 """
 
+import json
+import logging
 import os
 import resource
 import socket
 import stat
+import struct
 
 import waitress
 
@@ -14,6 +17,8 @@ from compozy.http.app import UNIX_SOCKET
 from compozy.config import SETTINGS_BY_NAME
 from compozy.daemon.workers import REQUEST_THREADS, WorkerPools
 from compozy.paths import FILE_MODE
+
+log = logging.getLogger("compozy.daemon")
 
 # Descriptors kept free for agents' pipes, event stores and log files when sizing the connection limit.
 DESCRIPTOR_RESERVE = 1024
@@ -28,6 +33,7 @@ class DaemonError(Exception):
 
 
 def parse_listen(address, allow_remote):
+    """(host, port, loopback) of a --http HOST:PORT; a non-loopback host needs allow_remote."""
     host, _, port = address.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or int(port) > 65535:
@@ -35,7 +41,7 @@ def parse_listen(address, allow_remote):
     loopback = host in ("127.0.0.1", "localhost", "::1")
     if not loopback and not allow_remote:
         raise DaemonError(f"refusing to listen on non-loopback address {host}; pass --allow-remote and a token")
-    return ("127.0.0.1" if host == "localhost" else host), int(port)
+    return ("127.0.0.1" if host == "localhost" else host), int(port), loopback
 
 
 def bind_tcp(host, port):
@@ -101,7 +107,7 @@ def serve(app, sockets, descriptors, max_streams=SETTINGS_BY_NAME["daemon.max_st
     """
     shared_map = {}
     dispatcher = WorkerPools(max_streams)
-    return [accept_in_bursts(waitress.create_server(
+    return [accept_in_bursts(sock.family == socket.AF_UNIX, waitress.create_server(
         app if sock.family != socket.AF_UNIX else _over_unix_socket(app), map=shared_map, _dispatcher=dispatcher,
         sockets=[sock], threads=REQUEST_THREADS, connection_limit=connection_limit(descriptors),
         channel_request_lookahead=1, asyncore_use_poll=True, channel_timeout=IDLE_CONNECTION_TIMEOUT,
@@ -124,9 +130,10 @@ def _over_unix_socket(app):
     return marked
 
 
-def accept_in_bursts(server):
+def accept_in_bursts(check_peer, server):
     """waitress accepts one connection per turn of its loop, and each turn polls every channel: after
-    a burst of a thousand connections a request would wait seconds for its turn to be accepted."""
+    a burst of a thousand connections a request would wait seconds for its turn to be accepted.
+    check_peer: (the Unix socket) a peer whose uid is not ours is answered 401 and closed at once."""
     def handle_accept():
         room = server.adj.connection_limit - len(server._map)
         for _ in range(max(1, min(ACCEPT_BURST, room))):
@@ -134,12 +141,34 @@ def accept_in_bursts(server):
                 accepted = server.accept()
                 if accepted is None:
                     return
+                if check_peer and not owner_peer(accepted[0]):
+                    continue
                 server.set_socket_options(accepted[0])
             except OSError:
                 return
             server.channel_class(server, accepted[0], server.fix_addr(accepted[1]), server.adj, map=server._map)
     server.handle_accept = handle_accept
     return server
+
+
+def owner_peer(sock):
+    """True when the process at the other end of a Unix socket runs as our uid (SO_PEERCRED); else it is
+    told so in a 401 and the connection is closed. The socket file is 0600, but root, or a socket made
+    reachable by a later chmod, must not hand our daemon to another user."""
+    pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    if uid == os.geteuid():
+        return True
+    log.warning("refused a connection on the socket from pid %s, uid %s: it answers only uid %s", pid, uid,
+                os.geteuid())
+    body = json.dumps({"error": f"this daemon's socket answers only its owner (uid {os.geteuid()})",
+                       "code": "unauthorized", "details": {}}).encode()
+    try:
+        sock.send(b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body), socket.MSG_DONTWAIT)
+    except OSError:
+        pass  # a peer that already left
+    sock.close()
+    return False
 
 
 def url_host(host):

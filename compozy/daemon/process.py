@@ -20,8 +20,9 @@ from compozy.daemon import heap
 from compozy.daemon.listen import DaemonError, bind_tcp, bind_unix, close_servers, parse_listen, serve, url_host
 from compozy.daemon.logs import setup_logging
 from compozy.http.app import create_app
+from compozy.http.auth import Auth
 from compozy.manager import SessionManager
-from compozy.paths import FILE_MODE, check_private, write_private_json
+from compozy.paths import FILE_MODE, UnsafeHome, check_private, ensure_auth_token, write_private_json
 from compozy.session.turns.identity import ToolEndpoints
 
 log = logging.getLogger("compozy.daemon")
@@ -64,11 +65,12 @@ def remote_names(host):
 
 
 class Daemon:
-    def __init__(self, home, http="127.0.0.1:2123", socket_path=None, no_http=False, token=None):
-        """token: with a non-loopback --http, every request must carry `Authorization: Bearer <token>`."""
+    def __init__(self, home, http="127.0.0.1:2123", socket_path=None, no_http=False, token=None, allow_remote=False):
+        """token: the secret TCP requests carry (COMPOZY_TOKEN, --token, --token-file), else the home's
+        auth_token; allow_remote: a non-loopback --http is allowed (with a token)."""
         self.home = home.ensure()
-        self.http, self.no_http, self.token = http, no_http, token
-        self.host = None
+        self.http, self.no_http, self.token, self.allow_remote = http, no_http, token, allow_remote
+        self.host, self.loopback = None, True
         self.socket_path = socket_path or home.socket_file
         self.stop_requested = threading.Event()
         self.reload_requested = threading.Event()
@@ -81,11 +83,15 @@ class Daemon:
         setup_logging(self.home)
         descriptors = raise_descriptor_limit()
         config = load_config(self.home.config_file)
+        if not self.no_http:
+            self.host, self.port, self.loopback = parse_listen(self.http, self.allow_remote and bool(self.token))
+        secret = self.secret(config)
         sockets, port = self._bind()
         url = f"http://{url_host(local_host(self.host))}:{port}" if port else None  # usable, never 0.0.0.0
         manager = SessionManager(self.home, config, endpoints=self.endpoints(port)).start()
         max_streams = config["daemon.max_streams"]
-        app = create_app(manager, port, token=self.token, remote_names=remote_names(self.host), max_streams=max_streams)
+        app = create_app(manager, port, auth=Auth(secret, port, url), max_streams=max_streams,
+                         remote_names=None if self.loopback else remote_names(self.host))
         servers = serve(app, sockets, descriptors, max_streams)
         heap.settle()
         self._install_signal_handlers()
@@ -111,13 +117,27 @@ class Daemon:
         """SIGHUP: read config.toml again; an invalid file keeps the running configuration (and says so in
         daemon.json, where `compozy daemon reload` reads the outcome)."""
         try:
+            self.home.check()  # as at start: someone may have loosened the home or swapped config.toml since
             manager.reload_config(load_config(self.home.config_file))
             self.info = {**self.info, "config_loaded_at": now_iso(), "config_error": None}
             log.info("config reloaded from %s", self.home.config_file)
-        except ConfigError as exc:
+        except (ConfigError, UnsafeHome) as exc:
             self.info = {**self.info, "config_error": str(exc), "config_failed_at": now_iso()}
             log.error("config reload refused, keeping the running configuration: %s", exc)
         write_private_json(self.home.daemon_file, self.info)
+
+    def secret(self, config):
+        """What TCP requests must carry: the given token, else the home's auth_token (made at the first
+        start); None under `daemon.auth = "none"`, which only a loopback daemon accepts, and says so."""
+        made = ensure_auth_token(self.home)  # made at the first start whatever the mode, for the CLI to read
+        if config["daemon.auth"] != "none":
+            return self.token or made
+        if not self.loopback:
+            raise DaemonError('daemon.auth = "none" is allowed only on a loopback address: any user who can '
+                              "reach this one would drive the daemon as you")
+        log.warning('daemon.auth = "none": TCP requests are not authenticated; any local user can drive this '
+                    "daemon as you (remove it from %s to ask for the secret again)", self.home.config_file)
+        return None
 
     def endpoints(self, port):
         """Where the agents this daemon binds reach its tool server: loopback, even when it listens wider."""
@@ -138,9 +158,7 @@ class Daemon:
     def _bind(self):
         sockets, port = [], None
         if not self.no_http:
-            host, port = parse_listen(self.http, allow_remote=bool(self.token))
-            self.host = host
-            tcp = bind_tcp(host, port)
+            tcp = bind_tcp(self.host, self.port)
             port = tcp.getsockname()[1]
             sockets.append(tcp)
         sockets.append(bind_unix(self.socket_path))

@@ -12,6 +12,7 @@ from compozy import __version__, api
 from compozy.config import SETTINGS_BY_NAME
 from compozy.errors import CompozyError, error_body
 from compozy.http import guards, page, profiles, routes, tool_server
+from compozy.http.auth import LoginRequired, login_view
 from compozy.http.slashes import route_encoded_slashes
 from compozy.http.sse import EXTENSION, StreamSlots
 from compozy.http.openapi import openapi
@@ -26,30 +27,33 @@ HTTP_CODES = {404: "endpoint_not_found", 405: "method_not_allowed", 413: "body_t
 UNIX_SOCKET = "compozy.unix_socket"  # set in the WSGI environ of requests that came over the Unix socket
 
 
-def create_app(manager, port=None, token=None, remote_names=(), max_streams=MAX_STREAMS):
-    """token: a daemon that listens beyond loopback asks it of every TCP request; remote_names: the
-    names (beyond loopback ones) it answers to there."""
+def create_app(manager, port=None, *, auth, remote_names=None, max_streams=MAX_STREAMS):
+    """auth (http/auth.Auth): what every TCP request must carry; remote_names: for a daemon that listens
+    beyond loopback, the names (besides loopback ones) it answers to there, else None."""
     app = Flask("compozy")
     app.config.update(MAX_CONTENT_LENGTH=guards.MAX_BODY_BYTES, JSON_SORT_KEYS=False)
     app.json.sort_keys = False
     app.extensions[EXTENSION] = StreamSlots(max_streams)
     document = openapi(__version__)
+    handlers = {"daemon.openapi": lambda *_: document, "daemon.login": login_view(auth, manager)}
     for operation in api.OPERATIONS:
-        handler = (lambda *_: document) if operation.name == "daemon.openapi" else None
         app.add_url_rule(operation.rule, endpoint=operation.name, methods=[operation.method],
-                         view_func=routes.view(manager, operation, handler))
+                         view_func=routes.view(manager, operation, handlers.get(operation.name)))
     page.register(app)
     tool_server.register(app, manager)
 
     @app.before_request
     def guard():
-        guards.check_host_and_origin(app.config.get("COMPOZY_PORT", port), remote_names if token else None)
-        if token and not request.environ.get(UNIX_SOCKET) and not request.path.startswith(api.TOOL_SERVER_PATH):
-            guards.check_token(token)  # over TCP; the owner-only socket and a binding's own secret need none
+        guards.check_host_and_origin(app.config.get("COMPOZY_PORT", port), remote_names)
+        if not request.environ.get(UNIX_SOCKET):  # the socket is owner-only and checks its peer's uid
+            login = auth.guard()
+            if login is not None:
+                return login
         guards.check_body_limits()
         if profiles.wanted():
             return profiles.relay(manager.home.root)
 
+    app.register_error_handler(LoginRequired, lambda exc: exc.response())
     app.register_error_handler(CompozyError, _compozy_error)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)

@@ -4,7 +4,6 @@ Layer 6 (surface). A web page must not be able to drive the daemon: requests who
 the daemon's loopback name (DNS rebinding) or whose Origin is another site are refused with 403.
 """
 
-import hmac
 import ipaddress
 import json
 
@@ -29,7 +28,7 @@ def split_host(host):
 def check_host_and_origin(port, remote_names=None):
     """port: the daemon's TCP port (None when it serves the socket only). remote_names: for a daemon
     that listens beyond loopback (with a token), the other names it answers to; an IP literal is
-    always one of them (a rebinding page needs a name of its own). The token never replaces these checks."""
+    always one of them (a rebinding page needs a name of its own). Authentication never replaces these checks."""
     host = request.headers.get("Host", "")
     name, host_port = split_host(host.lower())
     known = name in LOOPBACK_NAMES or (remote_names is not None and (name in remote_names or _ip_literal(name)))
@@ -54,14 +53,6 @@ def _ip_literal(name):
     except ValueError:
         return False
     return True
-
-
-def check_token(token):
-    header = request.headers.get("Authorization", "")
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-        raise CompozyError("unauthorized", "unauthorized: this daemon needs its token "
-                                           "(Authorization: Bearer <token>; the CLI sends $COMPOZY_TOKEN)")
 
 
 def check_body_limits():

@@ -18,7 +18,12 @@ EVENT_STREAM = {"text/event-stream": {"schema": {
     "type": "string", "description": "Server-Sent Events: `id:` the sequence, `event:` the type, "
                                      "`data:` the JSON record; a `: keepalive` comment every 20 s"}}}
 DESCRIPTION = ("Durable sessions for coding agents. Every error is the Error object with a stable code; "
-               "each response lists the codes it can carry in x-error-codes.")
+               "each response lists the codes it can carry in x-error-codes. Over TCP every route but "
+               "GET /api/health needs the daemon's secret (<home>/auth_token, or COMPOZY_TOKEN) as a bearer "
+               "token, or the cookie a page login sets; the owner-only Unix socket needs neither.")
+SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer",
+                               "description": "the daemon's secret: <home>/auth_token, or COMPOZY_TOKEN when set"}}
+OPEN_OPERATIONS = ("daemon.health",)  # answered without the secret
 
 
 def openapi(version):
@@ -27,7 +32,8 @@ def openapi(version):
         paths[openapi_path(operation.rule)][operation.method.lower()] = _operation(operation)
     return {"openapi": "3.0.3",
             "info": {"title": "compozy daemon API", "version": version, "description": DESCRIPTION},
-            "paths": dict(paths), "components": {"schemas": SCHEMAS}}
+            "paths": dict(paths), "security": [{"bearer": []}],
+            "components": {"schemas": SCHEMAS, "securitySchemes": SECURITY_SCHEMES}}
 
 
 def openapi_path(rule):
@@ -36,7 +42,7 @@ def openapi_path(rule):
 
 def error_codes(operation):
     """Every error code the operation can answer, the guards' included."""
-    codes = list(GUARD_ERRORS)
+    codes = [code for code in GUARD_ERRORS if code != "unauthorized" or operation.name not in OPEN_OPERATIONS]
     if operation.path_params:
         codes.append("endpoint_not_found")  # an empty parameter leaves no route to match
     if operation.method in BODY_METHODS:
@@ -61,6 +67,8 @@ def _operation(operation):
         if operation.rules:
             schema["allOf"] = [rule.schema() for rule in operation.rules]
         document["requestBody"] = {"required": required, "content": {"application/json": {"schema": schema}}}
+    if operation.name in OPEN_OPERATIONS:
+        document["security"] = []
     if operation.cli is not None:
         document["x-cli"] = f"compozy {operation.cli.command}"
     if operation.tool is not None:

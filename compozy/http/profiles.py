@@ -2,7 +2,8 @@
 
 Layer 6 (surface). A profile is a home of its own at $COMPOZY_HOME/profiles/NAME with its own
 daemon (`compozy --profile NAME daemon start`). The main daemon checks the request as usual (Host,
-Origin, token, body size), then passes it on without the `profile` parameter and streams the
+Origin, its own secret or cookie, body size), then passes it on over the profile's owner-only socket,
+which asks for no secret, without the `profile` parameter, the credentials or cookies, and streams the
 answer back as is; when that daemon is not running the answer is `daemon_unavailable`.
 """
 
@@ -17,7 +18,7 @@ from compozy.paths import Home, UnixConnection
 PROFILE = "profile"
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host",
-              "authorization", "proxy-authorization", "content-length",
+              "authorization", "proxy-authorization", "cookie", "content-length",
               "origin", "sec-fetch-site"}  # checked here already; the profile's daemon has its own port
 CHUNK = 64 * 1024
 

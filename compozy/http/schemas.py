@@ -179,6 +179,8 @@ SCHEMAS = {
         page=obj(["has_more", "before_sequence", "has_newer", "after_sequence"], has_more=BOOLEAN,
                  before_sequence=nullable(INTEGER), has_newer=BOOLEAN, after_sequence=nullable(INTEGER))),
     "DaemonHealth": obj(["status", "version"], status=enum(("ok",)), version=STRING),
+    "LoginAnswer": wrapped("login", "Login"),
+    "Login": obj(["url", "expires_at"], url=STRING, expires_at=STRING),
     "AgentList": obj(["agents", "default_agent"], default_agent=STRING, agents=array(obj(
         ["name", "provider", "command", "found", "runtime", "default"], name=STRING, provider=STRING,
         command=array(STRING), found=BOOLEAN, runtime=OBJECT, default=BOOLEAN, fallback_chain=array(OBJECT),

@@ -3,8 +3,9 @@
 import threading
 import time
 
-from compozy.cli.client import Client, path_of
+from compozy.cli.client import path_of
 from compozy.errors import CompozyError
+from tests.harness.daemon import client_for
 
 TURN_TIMEOUT = 15.0
 
@@ -44,7 +45,7 @@ def at_once(url, method, path, bodies):
     barrier, answers = threading.Barrier(len(bodies)), [None] * len(bodies)
 
     def send(index):
-        client = Client(url, timeout=60)
+        client = client_for(url, timeout=60)
         barrier.wait()
         try:
             answers[index] = client.call(method, path, bodies[index])

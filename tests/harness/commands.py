@@ -7,7 +7,7 @@ from compozy.cli.main import cli
 
 def cli_commands():
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             lifecycle, prompting, session, workspace)
+                             lifecycle, page, prompting, session, workspace)
     return dict(_walk(cli, ""))
 
 

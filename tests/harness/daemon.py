@@ -1,4 +1,9 @@
-"""A real daemon subprocess on an ephemeral loopback port and its Unix socket, for tests."""
+"""A real daemon subprocess on an ephemeral loopback port and its Unix socket, for tests.
+
+Over TCP the daemon answers only requests that carry its secret (<home>/auth_token, or the
+COMPOZY_TOKEN it was given): client() is an HTTP client that sends it, auth_headers the header for raw
+HTTP, page_url(path) a URL that logs a browser in. The socket needs no secret.
+"""
 
 import json
 import os
@@ -11,6 +16,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = str(ROOT / "compozy.py")
 READY_TIMEOUT = 30.0
+SECRETS_BY_PORT = {}  # the secret of each daemon this process started, for raw HTTP that knows only a port
+
+
+def auth_for(port):
+    """The Authorization header a raw request to the daemon on this loopback port needs ({} if unknown)."""
+    secret = SECRETS_BY_PORT.get(int(port))
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
+def client_for(url, timeout=60):
+    """compozy's HTTP client for a daemon the harness started, by its URL (TCP with its secret, or a socket)."""
+    from compozy.cli.client import Client
+    port = url.rsplit(":", 1)[-1] if url.startswith("http://") else None
+    return Client(url, timeout=timeout, token=SECRETS_BY_PORT.get(int(port)) if port else None)
 
 
 def test_environment(home, extra=None):
@@ -52,8 +71,11 @@ class DaemonProcess:
                     info = None
                 if info and info.get("pid") == self.process.pid:
                     self.info = info
+                    if info.get("http"):
+                        SECRETS_BY_PORT[int(info["http"].rsplit(":", 1)[1])] = self.token
                     return self
             if self.process.poll() is not None:
+                self._close()
                 raise RuntimeError(f"daemon exited with {self.process.returncode}:\n{self.output()}")
             time.sleep(0.02)
         self.kill()
@@ -62,6 +84,25 @@ class DaemonProcess:
     @property
     def http_url(self):
         return self.info["http"]
+
+    @property
+    def token(self):
+        """The secret TCP requests carry: the COMPOZY_TOKEN it was started with, else its auth_token."""
+        given = (self.env or {}).get("COMPOZY_TOKEN") or os.environ.get("COMPOZY_TOKEN")
+        return given or (self.home / "auth_token").read_text().strip()
+
+    @property
+    def auth_headers(self):
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def client(self, timeout=60):
+        """compozy's own HTTP client over TCP, sending the secret."""
+        from compozy.cli.client import Client
+        return Client(self.http_url, timeout=timeout, token=self.token)
+
+    def page_url(self, path="/"):
+        """A URL of the page that logs the browser in (the daemon redirects to path and sets its cookie)."""
+        return f"{self.http_url}{path}{'&' if '?' in path else '?'}token={self.token}"
 
     @property
     def socket_url(self):

@@ -2,7 +2,6 @@
 
 import pytest
 
-from compozy.cli.client import Client
 from tests.harness.daemon import DaemonProcess
 
 
@@ -41,7 +40,7 @@ def served(tmp_path_factory, request):
 
 @pytest.fixture
 def api(served):
-    return Client(served.http_url, timeout=60)
+    return served.client(timeout=60)
 
 
 @pytest.fixture

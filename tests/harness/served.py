@@ -7,8 +7,9 @@ import threading
 from compozy.config import load as load_config
 from compozy.daemon.listen import bind_tcp, bind_unix, close_servers, serve
 from compozy.http.app import create_app
+from compozy.http.auth import Auth
 from compozy.manager import SessionManager
-from compozy.paths import Home
+from compozy.paths import Home, ensure_auth_token
 from compozy.session.turns.identity import ToolEndpoints
 
 DESCRIPTORS = 1024
@@ -25,7 +26,8 @@ class ServedManager:
         self.http_url = f"http://127.0.0.1:{port}"
         self.manager = SessionManager(self.home, load_config(self.home.config_file),
                                       endpoints=ToolEndpoints(self.http_url, str(self.home.socket_file))).start()
-        self.servers = serve(create_app(self.manager, port), [tcp, unix], DESCRIPTORS)
+        auth = Auth(ensure_auth_token(self.home), port, self.http_url)
+        self.servers = serve(create_app(self.manager, port, auth=auth), [tcp, unix], DESCRIPTORS)
         threading.Thread(target=self.servers[0].run, name="served-app", daemon=True).start()
         return self
 

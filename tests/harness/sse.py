@@ -4,15 +4,18 @@ tests/test_torture.py)."""
 import http.client
 import json
 
+from tests.harness.daemon import auth_for
+
 READ_TIMEOUT = 20.0
 
 
 class Viewer:
-    """One SSE connection; frames() yields {"id", "event", "data"} dicts (comments skipped)."""
+    """One SSE connection; frames() yields {"id", "event", "data"} dicts (comments skipped). It carries the
+    secret of the daemon on that port (one the harness started) unless headers name an Authorization."""
 
     def __init__(self, port, path, headers=None, method="GET", body=None, timeout=READ_TIMEOUT):
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-        headers = dict(headers or {})
+        headers = {**auth_for(port), **(headers or {})}
         if body is not None:
             headers["Content-Type"] = "application/json"
             body = json.dumps(body)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from compozy.cli.client import Client, encode_query, request
+from compozy.cli.client import encode_query, request
 from compozy.errors import CompozyError
 
 from tests.harness.answers import answer_problem, error_problem, resource_key
@@ -114,7 +114,7 @@ class HttpSurface:
 
     @property
     def client(self):
-        return Client(self.daemon.http_url, timeout=CLI_TIMEOUT)
+        return self.daemon.client(timeout=CLI_TIMEOUT)
 
     def call(self, op_name, args):
         operation, fields = OPS[op_name], fields_of(args)

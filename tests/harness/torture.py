@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compozy.cli.client import Client
 from compozy.errors import CompozyError
 from tests.harness.api import spath
 from tests.harness.daemon import ENTRY, test_environment
@@ -109,7 +108,7 @@ class Round:
             viewer.close()
 
     def _drive(self, load, index, rng):
-        client = Client(self.daemon.http_url, timeout=30)
+        client = self.daemon.client(timeout=30)
         number, restart = 0, False
         while not self.stop.is_set():
             admitted = [s for s in load.sent if s.answer is not None]

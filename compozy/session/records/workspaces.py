@@ -1,7 +1,8 @@
 """Workspaces: registered by name and absolute path, resolved by name or ID.
 
 Layer 4. A workspace is the boundary of an agent's file requests, so it may never contain the
-daemon's home (the catalog, other sessions' transcripts, config.toml) nor be a system folder.
+daemon's home (the catalog, other sessions' transcripts, config.toml), nor, for a profile's daemon,
+the main home that holds every profile, nor be a system folder.
 """
 
 import os
@@ -14,6 +15,7 @@ from compozy.ids import is_valid_id, new_id
 NAME = re.compile(v.WORKSPACE_NAME_PATTERN)
 SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
 DEFAULT_HOME = os.path.join(os.path.expanduser("~"), ".compozy")
+PROFILES = "profiles"  # a profile's home is MAIN/profiles/NAME (cli/main.py, use_profile)
 
 
 def check_directory(path, protected, field="path"):
@@ -47,8 +49,12 @@ def unsafe_reason(real, protected):
 
 
 def protected_homes(home_root):
-    """The daemon's own home and the default one, canonical: agents must reach neither."""
-    return tuple(dict.fromkeys(os.path.realpath(p) for p in (home_root, DEFAULT_HOME)))
+    """The daemon's own home and the default one, canonical: agents must reach neither. A profile's home
+    (MAIN/profiles/NAME) adds the main home, which holds every other profile, its sessions and logs."""
+    homes = [home_root, DEFAULT_HOME]
+    if os.path.basename(os.path.dirname(os.path.realpath(home_root))) == PROFILES:
+        homes.append(os.path.dirname(os.path.dirname(os.path.realpath(home_root))))
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in homes))
 
 
 def check_name(name, field="name"):
