@@ -60,6 +60,9 @@ SETTINGS = (
             "an explicit budget for one prompt turn; \"0\" means none"),
     Setting("session.supervision.progress_notify_interval", "10m", "duration",
             "how often a running turn records a runtime_progress event; \"0\" disables"),
+    Setting("session.supervision.first_output_after", "20s", "duration",
+            "how long a turn waits for the agent's first output before a runtime_warning (no_output), repeated "
+            "at doubling intervals and never a stop; \"0\" disables"),
     Setting("session.stop.cooperative_grace", "10s", "duration",
             "how long the stop ladder waits after asking the agent to cancel and closing stdin before signals"),
     Setting("session.derive.max_replay_bytes", 131072, "int",
@@ -111,6 +114,7 @@ class Provider:
     env: dict = field(default_factory=dict)
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT  # seconds for initialize (a first `npx -y` downloads)
     launch_aliases: tuple = ()  # LaunchAlias entries (compozy.launch_aliases)
+    auth_method: str | None = None  # an ACP auth method id, authenticated before the first session is opened
 
 
 @dataclass(frozen=True)
@@ -326,7 +330,7 @@ def _check_value(setting, raw):
 def _load_providers(table, problems):
     providers = {}
     for name, spec in _named_tables(table, "providers", problems):
-        unknown = set(spec) - {"command", "env", "handshake_timeout", "launch_aliases"}
+        unknown = set(spec) - {"command", "env", "handshake_timeout", "launch_aliases", "auth_method"}
         for key in sorted(unknown):
             problems.add(f"providers.{name}.{key}", "unknown key")
         command = spec.get("command")
@@ -345,7 +349,11 @@ def _load_providers(table, problems):
             problems.add(f"providers.{name}.handshake_timeout", str(exc))
             continue
         aliases = parse_launch_aliases(spec.get("launch_aliases", []), f"providers.{name}.launch_aliases", problems)
-        providers[name] = Provider(name, tuple(command), dict(env), handshake, aliases)
+        auth_method = spec.get("auth_method")
+        if auth_method is not None and not (isinstance(auth_method, str) and auth_method.strip()):
+            problems.add(f"providers.{name}.auth_method", "expected the id of one of the agent's authMethods")
+            continue
+        providers[name] = Provider(name, tuple(command), dict(env), handshake, aliases, auth_method)
     return providers
 
 

@@ -1,8 +1,8 @@
 """AgentProcess: one ACP agent subprocess, its pipes, its threads and its JSON-RPC bookkeeping.
 
 Layer 3. The agent runs in its own session and process group. stdout is read on a dedicated
-thread that never dies on garbage; stderr is drained into a bounded ring so a chatty agent
-never blocks; stdin is non-blocking: a message is written by its caller when the pipe takes it
+thread that never dies on garbage; stderr is drained into a bounded ring (its last 64 KiB are the
+evidence of a failure, read back as plain redacted text) so a chatty agent never blocks; stdin is non-blocking: a message is written by its caller when the pipe takes it
 whole, else (a full pipe, a stuck agent) by a writer thread, so a caller never blocks.
 """
 
@@ -20,6 +20,8 @@ from pexpect.spawnbase import SpawnBase
 
 from compozy import proc
 from compozy.acp import protocol
+from compozy.redact import redact
+from compozy.text import terminal_output
 from compozy.acp.output import StdoutLedger
 from compozy.acp.protocol import ProtocolIssue, Request, Response
 
@@ -171,9 +173,15 @@ class AgentProcess:
             self.exit_code, self.exit_signal = proc.exit_status_from_returncode(self.spawn.proc.returncode)
             self.exited.set()
 
-    def stderr_tail(self):
+    def stderr_tail(self, lines=None):
+        """The last 64 KiB the agent wrote to stderr (or its last `lines` lines): escape sequences removed,
+        the secret values of its environment redacted."""
         with self._stderr_lock:
-            return b"".join(self._stderr).decode("utf-8", "replace")
+            data = b"".join(self._stderr)[-STDERR_RING_BYTES:]
+        text = terminal_output(data.decode("utf-8", "replace"))
+        if lines is not None:
+            text = "\n".join(text.strip().splitlines()[-lines:])
+        return redact(text, self.env)
 
     # -- JSON-RPC out --------------------------------------------------------------------
 
@@ -376,8 +384,8 @@ class AgentProcess:
             with self._stderr_lock:
                 self._stderr.append(data)
                 self._stderr_size += len(data)
-                while self._stderr_size > STDERR_RING_BYTES and len(self._stderr) > 1:
-                    self._stderr_size -= len(self._stderr.popleft())
+                while self._stderr_size - len(self._stderr[0]) >= STDERR_RING_BYTES:
+                    self._stderr_size -= len(self._stderr.popleft())  # what stays still holds the last 64 KiB
 
 
 def _close(pipe):
