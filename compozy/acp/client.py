@@ -179,12 +179,9 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias
     arguments follow the command; login_name: what `compozy agent login` takes for this provider."""
     marker = f"COMPOZY_AGENT_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
-    # COMPOZY_HOME lets the built-in agent keep its state beside the daemon's; the marker and
-    # COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
-    # The daemon's own credentials (COMPOZY_TOKEN and other COMPOZY_* secrets) never reach an agent;
-    # everything else of the daemon's environment does (API keys included), then the provider's env.
-    env = {**without_daemon_secrets(child_environment()), "COMPOZY_HOME": agent_home, **provider.env,
-           "COMPOZY_SESSION_ID": session_id, **(identity or {}), name: value, "COMPOZY_AGENT_HOME": agent_home}
+    # The marker and COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
+    env = {**agent_environment(provider, agent_home), "COMPOZY_SESSION_ID": session_id, **(identity or {}),
+           name: value, "COMPOZY_AGENT_HOME": agent_home}
     label = f"{session_id}/{provider.name}"
     client = AgentClient(provider, listener=listener, label=label)
     client.identity = dict(identity or {})
@@ -208,6 +205,13 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias
     client.agent_info = result.get("agentInfo") or {}
     client.auth_methods = result.get("authMethods") or []
     return client
+
+
+def agent_environment(provider, agent_home):
+    """What an agent of this provider runs with. COMPOZY_HOME lets the built-in agent keep its state beside the
+    daemon's. The daemon's own credentials (COMPOZY_TOKEN and other COMPOZY_* secrets) never reach an agent;
+    everything else of the daemon's environment does (API keys included), then the provider's env."""
+    return {**without_daemon_secrets(child_environment()), "COMPOZY_HOME": agent_home, **provider.env}
 
 
 def _initialize(client):

@@ -76,6 +76,18 @@ class Binder:
         return True
 
     def _start(self, session, routes, transition, allow_load, previous=None, replay_reason="provider_change"):
+        self._starting(session, routes[0][1]["provider"])  # before the status: a reader of it sees the start
+        try:
+            return self._start_routes(session, routes, transition, allow_load, previous, replay_reason)
+        finally:
+            session.starting = None
+
+    def _starting(self, session, provider_name):
+        clock = self.services.clock
+        session.starting = {"agent": session.record.agent_name, "provider": provider_name,
+                            "since": iso_from_epoch(clock.wall()), "started": clock.monotonic()}
+
+    def _start_routes(self, session, routes, transition, allow_load, previous, replay_reason):
         recovering = transition == RuntimeTransition.AUTOMATIC_RECOVERY
         status = RuntimeStatus.RECOVERING if recovering else \
             RuntimeStatus.RECONFIGURING if previous else RuntimeStatus.BINDING
@@ -99,6 +111,7 @@ class Binder:
             if loaded or not (session.log.last_sequence() or session.carried()):
                 return None
             return "fresh_agent_session" if allow_load else replay_reason
+        session.starting = None  # before the status: a reader of it sees the start over
         if previous is not None:
             session.update_runtime(status=RuntimeStatus.READY, transition="")  # the old agent still serves
         elif not recovering:
@@ -114,15 +127,13 @@ class Binder:
         listener = RuntimeEvents(session, self.requests, self._lost_outside_turn)
         identities = self.services.identities
         secret = identities.issue(session)
-        clock = self.services.clock
-        session.starting = {"agent": session.record.agent_name, "provider": provider.name,
-                            "since": iso_from_epoch(clock.wall()), "started": clock.monotonic()}
+        if (session.starting or {}).get("provider") != provider.name:
+            self._starting(session, provider.name)  # a later route of the chain
         try:
             runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
                              identity={SECRET_ENV: secret}, alias=resolve(provider, target),
                              login_name=_login_name(session, provider))
         except BindFailure:
-            session.starting = None
             identities.forget(secret)
             raise
         session.candidate = runtime
@@ -137,8 +148,6 @@ class Binder:
             identities.forget(secret)
             self._discard(runtime)
             raise refusal.with_stderr(runtime) from None
-        finally:
-            session.starting = None
         session.last_agent = runtime
         return runtime, loaded
 
@@ -155,7 +164,7 @@ class Binder:
             if session.state == SessionState.STOPPED or (operation is not None and operation.binds_refused):
                 session.candidate = None
                 return False
-            session.runtime, session.candidate = runtime, None
+            session.runtime, session.candidate, session.starting = runtime, None, None
             commands = {"commands": runtime.available_commands} if runtime.available_commands is not None else {}
             session.update_runtime(status=RuntimeStatus.READY, transition="", acp_session_id=runtime.acp_session_id,
                                    effective=runtime.effective, last_known=_identity(runtime.effective),
