@@ -12,6 +12,7 @@ path, reply), workspace_root(), files_denied() and exited(client).
 """
 
 import logging
+import threading
 import uuid
 from dataclasses import dataclass
 
@@ -67,6 +68,8 @@ class AgentClient:
         self.closed = False  # session/close was sent
         self.authenticated = None  # the auth method this process accepted
         self.login_name = provider.name  # what `compozy agent login NAME` takes to log this provider in
+        self.early = None  # updates heard while session/new is answered (a list then)
+        self._delivery = threading.Lock()
         self.launch_alias = None  # the provider's LaunchAlias this process was started with
         self.identity = {}  # the binding's identity in the agent's environment (secret: kept out of reports)
 
@@ -136,7 +139,23 @@ class AgentClient:
     # -- what the agent sends (called on its reader thread) -------------------------------------
 
     def on_updates(self, updates):
-        """updates: the params of consecutive session/update notifications."""
+        """updates: the params of consecutive session/update notifications. While session/new is answered, the
+        agent may speak of the session it just made (its commands) before we know its id: that is kept
+        (self.early) until the id is known."""
+        with self._delivery:
+            if self.acp_session_id is None and self.early is not None:
+                self.early.extend(updates)
+                return
+            self._deliver(updates)
+
+    def opened_as(self, acp_session_id):
+        """session/new answered with this id: what the agent said of it meanwhile is delivered first."""
+        with self._delivery:
+            self.acp_session_id = acp_session_id
+            early, self.early = self.early or [], None
+            self._deliver(early)
+
+    def _deliver(self, updates):
         events = []
         for params in updates:
             if params.get("sessionId") != self.acp_session_id:

@@ -47,28 +47,35 @@ def open_session(client, cwd, load_id=None, tools=None):
                 return True
         finally:
             client.loading = False
+    client.early = []
     try:
         result = auth.opening(client, lambda: client.process.call(SESSION_NEW, params, SESSION_TIMEOUT))
     except (AcpError, AgentExited, TimeoutError) as exc:
         raise refused(client, "startup_failure", f"{SESSION_NEW} failed", exc=exc) from None
     if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
         raise refused(client, "protocol_failure", f"{SESSION_NEW} answered without a sessionId")
-    client.acp_session_id, client.opened = result["sessionId"], NEW
+    client.opened = NEW
     take_options(client, result)
+    client.opened_as(result["sessionId"])
     return False
 
 
 def _take_up(client, method, params):
     """An earlier ACP session resumed or loaded: True, or False (logged) when the agent could not."""
+    client.acp_session_id = params["sessionId"]  # what it says meanwhile (a load's replay) is of this session
     try:
         result = auth.opening(client, lambda: client.process.call(method, params, LOAD_TIMEOUT))
     except (AcpError, TimeoutError) as exc:
+        client.acp_session_id = None
         log.warning("%s: %s of %r failed (%s); trying another way", client.label, method, params["sessionId"],
                     redact(str(exc), client.process.env))
         return False
     except AgentExited as exc:
         raise refused(client, "load_session_failure", f"agent exited during {method}", exc=exc) from None
-    client.acp_session_id, client.opened = params["sessionId"], RESUMED if method == SESSION_RESUME else LOADED
+    except BaseException:
+        client.acp_session_id = None
+        raise
+    client.opened = RESUMED if method == SESSION_RESUME else LOADED
     take_options(client, result)
     return True
 

@@ -37,6 +37,7 @@ _NUMBER = r"\d+(?:\.\d*)?|\.\d+"
 _ARGUMENT_PATTERNS = {
     "chunks": r"(\d+)",
     "hold": r"([A-Za-z0-9_-][A-Za-z0-9._-]*)",
+    "wait": r"([A-Za-z0-9_-][A-Za-z0-9._-]*)",
     "sleep": rf"({_NUMBER})",
     "crash": r"(\d+)(?:\s+(once))?",
     "hang": "",
@@ -241,6 +242,10 @@ class DirectiveSteps:
         gate = Path(self.session.cwd, ".compozy-gates", name)
         self.say(f"holding {name} ")
         self.pause(math.inf, until=gate.exists)
+
+    def do_wait(self, name: str) -> None:
+        """[hold NAME] without a word: the client hears nothing until the gate opens."""
+        self.pause(math.inf, until=Path(self.session.cwd, ".compozy-gates", name).exists)
 
     def do_sleep(self, seconds: str) -> None:
         self.pause(float(seconds))

@@ -5,6 +5,7 @@ close and fork, session modes and config options. Mixed into ReferenceAgent (com
 from __future__ import annotations
 
 import os
+import sys
 import time
 import uuid
 
@@ -21,7 +22,7 @@ MODES = [{"id": "default", "name": "Default", "description": "Echo as usual"},
          {"id": "plan", "name": "Plan", "description": "Plan before acting"}]
 COMMANDS = [{"name": "echo", "description": "Echo the text back", "input": {"hint": "text to echo"}},
             {"name": "recall", "description": "List the earlier user messages"}]
-FAIL_OPEN_STDERR = "\x1b[31mfatal:\x1b[0m cannot reach the model"
+FAIL_OPEN_STDERR = "\x1b[31mfatal:\x1b[0m cannot reach the model with key {key}\n"
 
 
 class RpcError(Exception):
@@ -86,7 +87,8 @@ class SessionMethods:
         if self.settings.require_auth and not self.authenticated and not login.logged_in_by_terminal(self.settings):
             raise RpcError(protocol.AUTH_REQUIRED, "Authentication required")
         if self.settings.fail_open:
-            log(FAIL_OPEN_STDERR)
+            sys.stderr.write(FAIL_OPEN_STDERR.format(key=os.environ.get(login.KEY_VARIABLE, "(none)")))
+            sys.stderr.flush()
             raise RpcError(protocol.INTERNAL_ERROR, "Internal error",
                            {"details": "Reference process exited with code 1 (COMPOZY_REFERENCE_FAIL_OPEN)"})
 

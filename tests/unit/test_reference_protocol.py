@@ -133,7 +133,7 @@ def test_an_opening_failure_carries_its_reason_in_data_and_colours_its_stderr(sp
     deadline = time.monotonic() + 5
     while "\x1b[31mfatal:" not in agent.stderr() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert "\x1b[31mfatal:\x1b[0m cannot reach the model" in agent.stderr()
+    assert "\x1b[31mfatal:\x1b[0m cannot reach the model with key (none)\n" in agent.stderr()
 
 
 def test_a_start_delay_holds_the_initialize_answer(spawn):
