@@ -33,7 +33,9 @@ def multi_line(text):
 
 
 # CSI (colours, cursor moves), OSC (titles, clipboard, links; ended by BEL or ST) and the other two-byte escapes.
-_ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+_ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+                              r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC
+                              r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
 
 
 def terminal_output(text):

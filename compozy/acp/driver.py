@@ -2,8 +2,9 @@
 
 Layer 3. The agent runs in its own session and process group. stdout is read on a dedicated
 thread that never dies on garbage; stderr is drained into a bounded ring (compozy.acp.stderr: its last
-64 KiB are the evidence of a failure) so a chatty agent never blocks; stdin is non-blocking: a message is written by its caller when the pipe takes it
-whole, else (a full pipe, a stuck agent) by a writer thread, so a caller never blocks.
+64 KiB are the evidence of a failure) so a chatty agent never blocks; stdin is non-blocking: a message
+is written by its caller when the pipe takes it whole, else (a full pipe, a stuck agent) by a writer
+thread, so a caller never blocks.
 """
 
 import itertools

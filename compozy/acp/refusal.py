@@ -15,10 +15,11 @@ STDERR_IN_MESSAGE = 400
 
 class BindFailure(Exception):
     """Binding refused before ACP acceptance; `error` is the CompozyError to report. `runtime` is the agent
-    that was refused (None when none started): its process and stderr are the failure's evidence."""
+    that was refused (None when none started): its process and stderr are the failure's evidence.
+    `agent_fault`: the agent failed (its handshake, its opening, its login), not a choice it does not offer."""
 
-    def __init__(self, error, failure_kind, runtime=None):
-        self.error, self.failure_kind, self.runtime = error, failure_kind, runtime
+    def __init__(self, error, failure_kind, runtime=None, agent_fault=False):
+        self.error, self.failure_kind, self.runtime, self.agent_fault = error, failure_kind, runtime, agent_fault
         super().__init__(error.message)
 
     @property
@@ -47,5 +48,5 @@ def refused(client, failure_kind, message, code="provider_unavailable", exc=None
         if error is not None:
             details["agent_error"] = error
     failure = BindFailure(CompozyError(code, redact(message, {**env, **client.identity}), **details), failure_kind,
-                          client)
+                          client, agent_fault=True)
     return failure.with_stderr(client)

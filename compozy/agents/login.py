@@ -40,7 +40,7 @@ def refusal(settings: Settings, method_id, env) -> tuple | None:
     if kind is None:
         return protocol.INVALID_PARAMS, f"Invalid params: unknown auth method {method_id!r}", None
     if kind == "terminal":
-        return protocol.INVALID_PARAMS, "Invalid params: a terminal method is run in a terminal, not authenticated", None
+        return protocol.INVALID_PARAMS, "Invalid params: a terminal method is run, never authenticated", None
     if kind == "env" and not env.get(KEY_VARIABLE):
         return protocol.INTERNAL_ERROR, "Internal error", f"{KEY_VARIABLE} is not set"
     if kind == "agent" and settings.auth_refuse:

@@ -17,8 +17,11 @@ export function badges(session) {
   ];
 }
 
-const runtimeText = (runtime) =>
-  runtime ? RUNTIME_FIELDS.map((f) => runtime[f]).filter(Boolean).join(" / ") || "default" : "none";
+const optionText = (o) => `${o.id}=${o.value_id ?? o.bool_value}`;
+const runtimeText = (runtime) => runtime
+  ? [...RUNTIME_FIELDS.map((f) => runtime[f]), ...(runtime.acp_options || []).map(optionText)].filter(Boolean)
+    .join(" / ") || "default"
+  : "none";
 
 function rows(list, pairs) {
   replace(list, pairs.filter(([, value]) => value != null && value !== "")

@@ -8,7 +8,8 @@ import sys
 import time
 
 from compozy.acp.protocol import Notification, Response
-from tests.unit.test_reference_agent import REPO_ROOT, open_session, prompt, reply_text, updates, spawn, workdir  # noqa: F401
+from tests.unit.test_reference_agent import REPO_ROOT, open_session, prompt, reply_text, updates
+from tests.unit.test_reference_agent import spawn, workdir  # noqa: F401 (fixtures, found by name)
 
 TERMINAL = {"auth": {"terminal": True}}
 

@@ -56,10 +56,10 @@ def write_bundle(home, session, runtime, failure_kind, error_text, agent_error=N
 
 
 def refusal_failure(home, session, refusal):
-    """The failure object of a bind refused with evidence of the agent (its error's data, its stderr), with
-    a crash bundle of that agent; None for a refusal without an agent's evidence (a model not offered)."""
+    """The failure object of a bind the agent failed (its handshake, opening or login), with its evidence (its
+    error's data, its stderr) and a crash bundle of it; None for a choice it does not offer (a model)."""
     evidence = refusal.evidence
-    if refusal.runtime is None or not evidence:
+    if refusal.runtime is None or not refusal.agent_fault:
         return None
     error = refusal.error
     bundle = write_bundle(home, session, refusal.runtime, str(refusal.failure_kind), error.message,

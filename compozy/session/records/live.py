@@ -298,7 +298,8 @@ class RuntimeEvents:
         """The agent's commands (kept in the session's runtime), its cumulative cost (for a turn's share of it)
         and the turn's last usage report."""
         for kind, content in events:
-            if kind == "system" and content.get("title") == COMMANDS_UPDATE and runtime.available_commands is not None:
+            if kind == "system" and content.get("title") == COMMANDS_UPDATE and runtime.available_commands is not None \
+                    and runtime.available_commands != self.session.record.runtime.commands:
                 self.session.update_runtime(commands=runtime.available_commands)
             elif kind == "usage":
                 cost = content.get("cost")
