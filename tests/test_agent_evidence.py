@@ -5,6 +5,7 @@
 import json
 import re
 import threading
+from pathlib import Path
 
 import pexpect
 
@@ -124,7 +125,7 @@ def test_a_refused_bind_leaves_one_log_line_a_bundle_and_plain_redacted_stderr(d
     assert "fatal: cannot reach the model with key [redacted]" in line and SECRET not in log and "\x1b" not in log
 
     session = cli_json(daemon.home, "session", "get", sid)["session"]
-    bundle = json.loads(open(session["failure"]["crash_bundle_path"]).read())
+    bundle = json.loads(Path(session["failure"]["crash_bundle_path"]).read_text())
     assert bundle["agent_error"] == {"code": -32603, "message": "Internal error", "data": {
         "details": "Reference process exited with code 1 (COMPOZY_REFERENCE_FAIL_OPEN)"}}
     assert "fatal: cannot reach the model with key [redacted]" in bundle["stderr"]

@@ -83,10 +83,11 @@ def test_starting_no_output_commands_and_modes_are_shown(page_on):
     commands.get_by_role("button", name="/recall").click()
     expect(page.get_by_role("textbox", name="Message")).to_have_value("/recall ")
 
-    page.get_by_label("Mode").select_option("plan")
+    mode = page.locator("#runtime-form select[name=mode]")  # labelled "Mode" (and named with its choice)
+    mode.select_option("plan")
     page.get_by_role("button", name="Select runtime").click()
     expect(page.locator("#runtime")).to_contain_text("mode=plan (revision 1)")
     page.get_by_role("textbox", name="Message").fill("[mode] now")
     page.get_by_role("button", name="Send", exact=True).click()
     expect(page.locator("#transcript .msg.agent .body").last).to_have_text("mode: plan echo: now")
-    expect(page.get_by_label("Mode")).to_contain_text("current: plan")
+    expect(mode).to_contain_text("current: plan")

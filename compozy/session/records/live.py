@@ -25,6 +25,7 @@ USER_MESSAGE = "user_message"  # the user's own words, stored as given
 
 PROCESSLESS = (RuntimeStatus.UNBOUND.value, RuntimeStatus.RECOVERING.value)  # no process serves the session
 COMMANDS_UPDATE = "available_commands_update"  # the system event that announces the agent's commands
+NOT_AN_ANSWER = ("system", "usage")  # what an agent says of itself, not of the prompt: no end to its wait
 UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok"}  # before the first sweep: nothing known wrong
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
@@ -289,7 +290,7 @@ class RuntimeEvents:
         self._keep_agent_state(runtime, events, turn if turn_id is not None else None)
         if turn is not None:
             if turn_id is not None:
-                turn.output_seen = True
+                turn.output_seen = turn.output_seen or any(kind not in NOT_AN_ANSWER for kind, _ in events)
                 for event in events:
                     _track_tool(turn, event)
             turn.progress()
