@@ -9,6 +9,7 @@ the agent may answer only after a login in a browser, so it may take minutes.
 import subprocess
 
 from compozy.acp import auth
+from compozy.acp.auth import TERMINAL
 from compozy.acp.client import BindFailure, agent_environment, launch
 from compozy.acp.driver import AcpError, AgentExited
 from compozy.errors import CompozyError
@@ -57,7 +58,7 @@ def pick(provider_name, methods, wanted=None):
             raise CompozyError("invalid_request", f"provider {provider_name!r} offers no auth method {wanted!r}; "
                                f"it offers: {offered or 'none'}", field="method", offered=[m["id"] for m in methods])
         return found
-    terminal = [m for m in methods if m["type"] == auth.TERMINAL]
+    terminal = [m for m in methods if m["type"] == TERMINAL]
     choices = terminal if len(terminal) == 1 else methods
     if len(choices) == 1:
         return choices[0]

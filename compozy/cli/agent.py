@@ -65,7 +65,6 @@ def login(name, method_id):
       compozy agent login claude --method claude-login
     """
     from compozy.acp import login as acp_login
-    from compozy.acp.auth import TERMINAL
     from compozy.paths import Home
     provider = _provider_of(name)
     home, cwd = str(Home().ensure().root), os.getcwd()
@@ -75,7 +74,7 @@ def login(name, method_id):
         return
     method = acp_login.pick(provider.name, methods, method_id)
     click.echo(f"logging {name} in with {method['name']} ({method['id']})...", err=True)
-    if method["type"] == TERMINAL:
+    if method["type"] == acp_login.TERMINAL:
         status = acp_login.run_in_terminal(provider, method, cwd, home)
         if status != 0:
             raise CompozyError("provider_auth_failure", f"the login of {name} with {method['id']!r} exited with "
