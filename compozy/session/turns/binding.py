@@ -14,12 +14,12 @@ from compozy.api import SECRET_ENV
 from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.launch_aliases import resolve
-from compozy.text import one_line
 from compozy.session.records.live import RuntimeEvents
 from compozy.session.lifecycle.recovery import lost_outside_turn
 from compozy.session.records.record import ABSENT
 from compozy.session.records.snapshots import layer, routes_for
 from compozy.states import NATIVE, MarkerKind, NativeState, RuntimeStatus, RuntimeTransition, SessionState
+from compozy.text import one_line
 
 log = logging.getLogger("compozy.binding")
 
