@@ -33,7 +33,7 @@ def page_on(home, workspace, chromium):  # noqa: F811 (the fixture imported abov
 
     def open_session(agent):
         _, document = client.call("POST", "/api/sessions", {"workspace_path": str(workspace), "agent_name": agent})
-        page.goto(f"{daemon.http_url}/sessions/{document['session']['id']}")
+        page.goto(daemon.page_url(f"/sessions/{document['session']['id']}"))
         return document["session"]
     yield page, open_session, workspace
     context.close()
