@@ -133,10 +133,10 @@ def lab(tmp_path_factory):
 def report(results):
     if not results:
         return ""
-    rows = ["| adapter | ready (daemon) | first chunk (daemon) | ready (alone) | first chunk (alone) | overhead |",
+    rows = ["| adapter | ready (daemon) | first chunk (daemon) | ready (alone) | first chunk (alone) | overhead (first chunk) |",
             "|---|---|---|---|---|---|"]
     for name, r in results.items():
-        rows.append(f"| {name} | {r['daemon_ready']:.2f} s | {r['daemon_first_chunk']:.2f} s | {r['alone_ready']:.2f} s"
+        rows.append(f"| {name} {r['version']} | {r['daemon_ready']:.2f} s | {r['daemon_first_chunk']:.2f} s | {r['alone_ready']:.2f} s"
                     f" | {r['alone_first_chunk']:.2f} s | {r['daemon_first_chunk'] - r['alone_first_chunk']:+.2f} s |")
     return "\n".join(rows)
 
