@@ -20,7 +20,8 @@ from tests.harness.daemon import DaemonProcess
 
 FIXTURE = Path(__file__).resolve().parent / "registry" / "registry.json"
 AGENT_SCRIPT = f'#!/bin/sh\nexec "{sys.executable}" -m compozy.agents.reference "$@"\n'
-BEFORE = '# my own settings, kept as written\ndefault_agent = "general"   # the built-in one\n\n[permissions]\nmode = "approve-all"\n'
+BEFORE = ('# my own settings, kept as written\ndefault_agent = "general"   # the built-in one\n\n'
+          '[permissions]\nmode = "approve-all"\n')
 
 
 class Files(http.server.ThreadingHTTPServer):

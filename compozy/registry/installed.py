@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 SHEBANG_LIMIT = 256
-NPX_VALUE_FLAGS = ("-p", "--package", "-c", "--call")
+NPX_PACKAGE_FLAGS = ("-p", "--package")
 
 
 def state(command, env):
@@ -85,13 +85,10 @@ def _npx(args, env, program):
 
 
 def _npx_package(args):
-    skip = False
+    """The package `npx ARGS` runs: --package's value, else the first word that is not an option."""
     for index, arg in enumerate(args):
-        if skip:
-            skip = False
-            continue
-        if arg in NPX_VALUE_FLAGS:
-            return args[index + 1] if index + 1 < len(args) and arg in ("-p", "--package") else None
+        if arg in NPX_PACKAGE_FLAGS:
+            return args[index + 1] if index + 1 < len(args) else None
         if arg.startswith("--package="):
             return arg.split("=", 1)[1]
         if not arg.startswith("-"):

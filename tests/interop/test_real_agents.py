@@ -133,11 +133,13 @@ def lab(tmp_path_factory):
 def report(results):
     if not results:
         return ""
-    rows = ["| adapter | ready (daemon) | first chunk (daemon) | ready (alone) | first chunk (alone) | overhead (first chunk) |",
+    rows = ["| adapter | ready (daemon) | first chunk (daemon) | ready (alone) | first chunk (alone) "
+            "| overhead (first chunk) |",
             "|---|---|---|---|---|---|"]
     for name, r in results.items():
-        rows.append(f"| {name} {r['version']} | {r['daemon_ready']:.2f} s | {r['daemon_first_chunk']:.2f} s | {r['alone_ready']:.2f} s"
-                    f" | {r['alone_first_chunk']:.2f} s | {r['daemon_first_chunk'] - r['alone_first_chunk']:+.2f} s |")
+        cells = [r["daemon_ready"], r["daemon_first_chunk"], r["alone_ready"], r["alone_first_chunk"]]
+        overhead = r["daemon_first_chunk"] - r["alone_first_chunk"]
+        rows.append(f"| {name} {r['version']} | " + " | ".join(f"{c:.2f} s" for c in cells) + f" | {overhead:+.2f} s |")
     return "\n".join(rows)
 
 
