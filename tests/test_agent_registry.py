@@ -2,6 +2,7 @@
 our own entries naming the reference agent), written into config.toml and installed, then listed and doctored
 by a real daemon. Archives and npm packages are served by servers on 127.0.0.1 the tests start."""
 
+import base64
 import hashlib
 import http.server
 import io
@@ -11,6 +12,7 @@ import sys
 import tarfile
 import threading
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -231,5 +233,46 @@ def test_npx_agents_install_with_npm_and_are_then_installed(home, registry, tmp_
     try:
         report = cli_json(home, "agent", "doctor", "compozy-reference")["doctor"]
         assert report["ok"] is True and report["stopped"] is True, report
+    finally:
+        daemon.stop()
+
+
+def wheel(folder, name, version, module_text, script):
+    """A pure-Python wheel made by hand: one module and one console script."""
+    package, dist = name.replace("-", "_"), f"{name.replace('-', '_')}-{version}"
+    files = {f"{package}/__init__.py": module_text,
+             f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
+                                        "Tag: py3-none-any\n",
+             f"{dist}.dist-info/entry_points.txt": f"[console_scripts]\n{script} = {package}:main\n"}
+    def digest(text):
+        return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+    record = [f"{path},sha256={digest(text)},{len(text.encode())}" for path, text in files.items()]
+    record.append(f"{dist}.dist-info/RECORD,,")
+    path = folder / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as bundle:
+        for name_in, text in {**files, f"{dist}.dist-info/RECORD": "\n".join(record) + "\n"}.items():
+            bundle.writestr(name_in, text)
+    return path
+
+
+def test_uvx_agents_install_into_a_virtual_environment_with_pip(home, registry, tmp_path):
+    links = tmp_path / "wheels"
+    links.mkdir()
+    wheel(links, "compozy-reference-acp", "1.0.0", "import os\nimport sys\n\n\ndef main():\n"
+          f"    os.execv({sys.executable!r}, [{sys.executable!r}, '-m', 'compozy.agents.reference', *sys.argv[1:]])\n",
+          "compozy-reference-acp")
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(links), "UV_OFFLINE": "1", "UV_FIND_LINKS": str(links)}
+    added = run_cli(home, "agent", "add", "reference-python", "--registry", str(registry), "--install", "-o", "json",
+                    extra_env=offline, timeout=300)
+    assert added.returncode == 0, added.stderr
+    document = json.loads(added.stdout)
+    program = home / "agents" / "reference-python" / "venv" / "bin" / "compozy-reference-acp"
+    assert document["command"] == [str(program)] and document["installed"] is True
+    assert config_of(home)["providers"]["reference-python"]["env"] == {"COMPOZY_REFERENCE_RESUME": "1"}
+    daemon = DaemonProcess(home).start()
+    try:
+        report = cli_json(home, "agent", "doctor", "reference-python")["doctor"]
+        assert report["ok"] is True and report["capabilities"]["sessionCapabilities"] == {"resume": {}}, report
     finally:
         daemon.stop()

@@ -32,6 +32,8 @@ def examine(provider, agent_name, cwd, agent_home):
     except BindFailure as failure:
         _failed(report, "launch", started, failure)
         report["stderr_tail"] = failure.error.details.get("stderr_tail", [])
+        if failure.runtime is not None:  # launch stopped it already: the ladder proves nothing of it is left
+            report["stopped"] = _stop(failure.runtime)
         return report
     try:
         _launched(report, client, started)

@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from compozy.cli.completion import complete_agents
 from compozy.cli.main import cli
 from compozy.cli.output import emit, output_option, quiet_option, table
 from compozy.errors import CompozyError
@@ -113,7 +114,7 @@ def _added_text(d):
 
 
 @agent.command("doctor")
-@click.argument("agent_name", metavar="NAME")
+@click.argument("agent_name", metavar="NAME", shell_complete=complete_agents)
 @output_option()
 @click.pass_obj
 def doctor(obj, agent_name, output):
