@@ -98,9 +98,12 @@ def add(agent_id, registry, name, install, prefix, distribution, auth_method, fo
 
 
 def _probe(provider):
+    """The authMethods the installed agent declares: one initialize, in a scratch folder."""
+    import tempfile
     from compozy.acp import login as acp_login
     from compozy.paths import Home
-    return acp_login.offered_methods(provider, os.getcwd(), str(Home().ensure().root))
+    with tempfile.TemporaryDirectory(prefix="compozy-add-") as scratch:
+        return acp_login.offered_methods(provider, scratch, str(Home().ensure().root))
 
 
 def _added_text(d):
