@@ -131,28 +131,38 @@ def lab(tmp_path_factory):
 
 
 def report(results):
-    if not results:
-        return ""
+    timed = {name: r for name, r in results.items() if "daemon_ready" in r}
     rows = ["| adapter | ready (daemon) | first chunk (daemon) | ready (alone) | first chunk (alone) "
-            "| overhead (first chunk) |",
-            "|---|---|---|---|---|---|"]
-    for name, r in results.items():
+            "| overhead (first chunk) |", "|---|---|---|---|---|---|"]
+    for name, r in timed.items():
         cells = [r["daemon_ready"], r["daemon_first_chunk"], r["alone_ready"], r["alone_first_chunk"]]
         overhead = r["daemon_first_chunk"] - r["alone_first_chunk"]
         rows.append(f"| {name} {r['version']} | " + " | ".join(f"{c:.2f} s" for c in cells) + f" | {overhead:+.2f} s |")
-    return "\n".join(rows)
+    doctored = {name: r for name, r in results.items() if "doctor" in r}
+    rows += ["", "| adapter | doctor: launch | session/new | loadSession | resume | close | auth methods "
+             "| same ACP session after a stop | usage recorded |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in doctored.items():
+        d, taken = r["doctor"], r.get("take_up") or {}
+        usage = bool((taken.get("usage") or {}).get("turns"))
+        methods = ", ".join(d["auth_methods"]) or "-"
+        rows.append(f"| {name} | {d['launch']:.2f} s | {d['session_new']:.2f} s | {d['load']} | {d['resume']} | "
+                    f"{d['close']} | {methods} | {taken.get('same_acp_session')} | {usage} |")
+    return "\n".join(rows) if timed or doctored else ""
 
 
 def through_the_daemon(lab, agent, workspace, message=PROMPT):
     """(session, seconds to the admission, seconds to the first agent_message, the turn's done event)."""
-    session = lab.session(agent, workspace)
+    return turn(lab, lab.session(agent, workspace), message)
+
+
+def turn(lab, session, message):
+    """A streamed prompt: (session, seconds to the admission, to the first agent_message, the done event)."""
     started, ready, first, done = time.monotonic(), None, None, None
     for event, data in lab.client.stream("POST", lab.path(session, "prompt"), {"message": message},
                                          timeout=TURN_TIMEOUT):
         now = time.monotonic() - started
         ready = now if ready is None else ready
-        if event == "agent_message" and first is None:
-            first = now
+        first = now if event == "agent_message" and first is None else first
         if event in ("done", "error"):
             done = data
             break
@@ -175,8 +185,9 @@ def test_a_full_turn_through_the_daemon_and_alone(lab, name, tmp_path):
     lab.stop(session)
     home = lab.root / "homes" / name
     assert [w for w in adapter.writes if not (home / w).exists()] == [], sorted(p.name for p in home.iterdir())
-    lab.results[name] = {"daemon_ready": ready, "daemon_first_chunk": first, "alone_ready": alone["ready"],
-                         "alone_first_chunk": alone["first_chunk"], "version": adapter.version}
+    lab.results.setdefault(name, {}).update({"daemon_ready": ready, "daemon_first_chunk": first,
+                                             "alone_ready": alone["ready"], "alone_first_chunk": alone["first_chunk"],
+                                             "version": adapter.version})
 
 
 def test_codex_opens_no_session_before_authenticate_and_the_daemon_authenticates_it(lab, tmp_path):
@@ -236,4 +247,42 @@ def test_claude_asks_permission_with_its_own_options_and_the_chosen_one_is_sent(
     lab.client.call("POST", lab.path(session, "approve"), answer)
     wait_for(lambda: lab.events(session, "done"), timeout=TURN_TIMEOUT, what="the turn to end")
     assert target.read_text() == "hello\n"
+    lab.stop(session)
+
+
+@pytest.mark.parametrize("name", [adapter.name for adapter in ADAPTERS])
+def test_list_and_doctor_see_each_installed_adapter_ready(lab, name):
+    _, listed = lab.client.call("GET", "/api/agents")
+    entry = next(agent for agent in listed["agents"] if agent["name"] == name)
+    assert entry["installed"] is True, entry
+    _, answer = lab.client.call("POST", path_of("api", "agents", name, "doctor"))
+    report = answer["doctor"]
+    assert report["ok"] is True and report["stopped"] is True and report["protocol_version"] == 1, report
+    steps = {step["step"]: step for step in report["steps"]}
+    if name == "codex":
+        assert steps["authenticate"]["detail"] == "with openai-api-key (env_var)", steps
+    capabilities = report["capabilities"]
+    sessions = capabilities.get("sessionCapabilities") or {}
+    lab.results.setdefault(name, {})["doctor"] = {
+        "launch": steps["launch"]["seconds"], "session_new": steps["session/new"]["seconds"],
+        "load": capabilities.get("loadSession") is True, "resume": "resume" in sessions, "close": "close" in sessions,
+        "auth_methods": [m["id"] for m in report["auth_methods"]]}
+
+
+@pytest.mark.parametrize("name", [adapter.name for adapter in ADAPTERS])
+def test_a_stopped_session_takes_up_the_agents_own_session_again(lab, name, tmp_path):
+    session, _, _, done = through_the_daemon(lab, name, tmp_path)
+    assert done["content"].get("stop_reason") == "end_turn", done
+    _, first = lab.client.call("GET", lab.path(session))
+    acp_session = first["session"]["runtime"]["acp_session_id"]
+    lab.stop(session)
+    _, _, _, again = turn(lab, session, "and again")
+    assert again["content"].get("stop_reason") == "end_turn", again
+    _, second = lab.client.call("GET", lab.path(session))
+    _, inspect = lab.client.call("GET", lab.path(session, "inspect"))
+    kept = second["session"]["runtime"]["acp_session_id"] == acp_session
+    lab.results.setdefault(name, {})["take_up"] = {"same_acp_session": kept, "usage": inspect.get("usage")}
+    capabilities = lab.results.get(name, {}).get("doctor") or {}
+    if capabilities.get("load") or capabilities.get("resume"):
+        assert kept, (acp_session, second["session"]["runtime"])
     lab.stop(session)
