@@ -36,6 +36,9 @@ REGISTRY = HERE / "registry.json"
 KEY = "sk-interop-fake-key-0123456789"
 PROMPT = "say pong"
 TURN_TIMEOUT = 300
+# Adapters that advertise loadSession yet cannot load what they made (the reason they give): compozy falls back
+# to a new session with the transcript replayed, and the turn still completes.
+LOAD_REFUSED = {"gemini": "No previous sessions found for this project."}
 
 
 def interop_dir():
@@ -283,6 +286,8 @@ def test_a_stopped_session_takes_up_the_agents_own_session_again(lab, name, tmp_
     kept = second["session"]["runtime"]["acp_session_id"] == acp_session
     lab.results.setdefault(name, {})["take_up"] = {"same_acp_session": kept, "usage": inspect.get("usage")}
     capabilities = lab.results.get(name, {}).get("doctor") or {}
-    if capabilities.get("load") or capabilities.get("resume"):
+    if (capabilities.get("load") or capabilities.get("resume")) and name not in LOAD_REFUSED:
         assert kept, (acp_session, second["session"]["runtime"])
+    if name in LOAD_REFUSED:
+        assert LOAD_REFUSED[name] in (lab.home / "logs" / "compozy.log").read_text()
     lab.stop(session)
