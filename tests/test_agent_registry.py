@@ -276,3 +276,22 @@ def test_uvx_agents_install_into_a_virtual_environment_with_pip(home, registry, 
         assert report["ok"] is True and report["capabilities"]["sessionCapabilities"] == {"resume": {}}, report
     finally:
         daemon.stop()
+
+
+def test_a_folder_of_entries_and_a_single_agent_json_are_registries_too(home, tmp_path):
+    entries = json.loads(FIXTURE.read_text())["agents"]
+    folder = tmp_path / "registry-repo"
+    for entry in entries:
+        (folder / entry["id"]).mkdir(parents=True)
+        (folder / entry["id"] / "agent.json").write_text(json.dumps(entry))
+    (folder / "_not_yet_unsupported" / "broken").mkdir(parents=True)  # skipped, as the registry's own build does
+    (folder / "_not_yet_unsupported" / "broken" / "agent.json").write_text("{}")
+    added = cli_json(home, "agent", "add", "reference-login", "--registry", str(folder))
+    assert added["command"] == ["npx", "-y", "compozy-reference-acp@2.1.0"]
+    single = folder / "compozy-reference" / "agent.json"
+    assert cli_json(home, "agent", "add", "compozy-reference", "--registry", str(single))["version"] == "1.0.0"
+    assert set(config_of(home)["agents"]) == {"reference-login", "compozy-reference"}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = run_cli(home, "agent", "add", "x", "--registry", str(empty))
+    assert refused.returncode == 1 and "Error: registry_invalid:" in refused.stderr
