@@ -81,7 +81,7 @@ def add(agent_id, registry, name, install, prefix, distribution, auth_method, fo
 
     \b
     Example:
-      compozy agent add claude-acp --install
+      compozy agent add qwen-code --install
       compozy agent add gemini --registry ./registry.json --name gem
       compozy agent add codex-acp --install --prefix ~/agents -o json
     """
