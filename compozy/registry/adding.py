@@ -1,6 +1,6 @@
 """`compozy agent add ID`: one registry entry made a provider and an agent of config.toml, installed when asked.
 
-The provider runs the entry's pinned package (`npx -y PKG@VERSION ARGS`, `uvx PKG==VERSION ARGS`) or, once
+The provider runs the entry's pinned package (`npx -y PKG@VERSION ARGS`, `uvx PKG@VERSION ARGS`) or, once
 installed, the installed program itself; its env is the distribution's env. The auth methods the agent
 declares (the entry's own `authMethods`, else what the installed agent answers to initialize) are written
 as comments beside a commented `auth_method` line, for a person to choose.

@@ -87,11 +87,12 @@ def choose(entry, install, wanted=None):
 
 
 def pinned(kind, package, version):
-    """The package with the entry's version when it names none (npx: name@1.2.3, uvx: name==1.2.3)."""
+    """The package with the entry's version when it names none: name@1.2.3 (npx's and uvx's spelling of an
+    exact version)."""
     name = package[1:] if package.startswith("@") else package
     if "@" in name or "==" in name:
         return package
-    return f"{package}@{version}" if kind == "npx" else f"{package}=={version}"
+    return f"{package}@{version}"
 
 
 def platform_key():

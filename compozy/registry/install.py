@@ -75,16 +75,14 @@ def _npm(package, folder):
 
 
 def _python_package(package, folder):
-    venv = folder / "venv"
+    venv, spec = folder / "venv", pip_spec(package)
     uv = shutil.which("uv")
     if uv is not None:
         _run([uv, "venv", "--allow-existing", str(venv)], package)
-        _run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), package.replace("@", "==", 1)
-              if "==" not in package else package], package)
+        _run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), spec], package)
     else:
         if not (venv / "bin" / "python").exists():
             _run([sys.executable, "-m", "venv", str(venv)], package)
-        spec = package if "==" in package else package.replace("@", "==", 1)
         _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q", spec],
              package)
     program = venv / "bin" / package_name("uvx", package)
@@ -92,6 +90,11 @@ def _python_package(package, folder):
         raise CompozyError("agent_install_failed", f"{package} installed no program named {program.name} in "
                            f"{venv / 'bin'}", installer="pip")
     return program
+
+
+def pip_spec(package):
+    """uvx's exact version (name@1.2.3) as pip and uv pip spell it (name==1.2.3)."""
+    return package if "==" in package else package.replace("@", "==", 1)
 
 
 def _binary(distribution, folder):

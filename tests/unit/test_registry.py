@@ -18,7 +18,7 @@ ENTRY = {"id": "both", "name": "Both", "version": "1.2.3",
 
 @pytest.mark.parametrize("kind, package, pinned", [
     ("npx", "@scope/agent", "@scope/agent@1.2.3"), ("npx", "@scope/agent@0.9.0", "@scope/agent@0.9.0"),
-    ("npx", "plain", "plain@1.2.3"), ("uvx", "tool", "tool==1.2.3"), ("uvx", "tool==2.0", "tool==2.0"),
+    ("npx", "plain", "plain@1.2.3"), ("uvx", "tool", "tool@1.2.3"), ("uvx", "tool==2.0", "tool==2.0"),
 ])
 def test_a_package_is_pinned_to_the_entrys_version_unless_it_names_one(kind, package, pinned):
     assert catalog.pinned(kind, package, "1.2.3") == pinned
