@@ -90,3 +90,22 @@ def test_npx_is_installed_when_npms_cache_holds_the_pinned_version(tmp_path):
     manifest.write_text(json.dumps({"name": "@scope/agent", "version": "1.2.3"}))
     assert installed.state(command, env)["installed"] is True
     assert installed.state(["uvx", "tool==1"], env)["installed"] is False
+
+
+def test_a_node_package_needing_a_newer_node_than_the_one_on_path_is_not_installed(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    executable(bin_dir / "node", "#!/bin/sh\necho v20.20.2\n")
+    package = tmp_path / "prefix" / "node_modules" / "@scope" / "agent"
+    (package / "dist").mkdir(parents=True)
+    program = executable(package / "dist" / "index.js", "#!/usr/bin/env node\n")
+    link = tmp_path / "prefix" / "node_modules" / ".bin" / "agent"
+    link.parent.mkdir()
+    link.symlink_to(program)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    (package / "package.json").write_text(json.dumps({"name": "@scope/agent", "engines": {"node": ">=22"}}))
+    assert installed.state([str(link)], env) == {
+        "installed": False, "program": str(link),
+        "detail": f"{link} needs Node.js >=22, and {bin_dir / 'node'} is v20.20.2"}
+    (package / "package.json").write_text(json.dumps({"name": "@scope/agent", "engines": {"node": ">=20.0.0"}}))
+    assert installed.state([str(link)], env)["installed"] is True
