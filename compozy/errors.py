@@ -69,6 +69,9 @@ ERRORS = {
     "provider_auth_failure": ErrorKind(422, "the provider requires authentication"),
     "provider_unavailable": ErrorKind(422, "the provider process could not be started or did not speak ACP"),
     "runtime_option_unsupported": ErrorKind(422, "the provider does not accept that runtime option or value"),
+    # 429
+    "tool_call_limit_reached": ErrorKind(429, "the calling session has session.tools.max_concurrent_calls native "
+                                              "tool calls in flight"),
     # 500
     "internal_error": ErrorKind(500, "an unexpected error; the daemon log has the details"),
     # 502

@@ -6,7 +6,8 @@ session of another workspace is session_not_found, as on a scoped route), the ta
 the caller where the tool allows it, and the façade method the table names does the work. The
 governed rules live here: no tool stops, prompts or archives its own caller (a stop names its caller,
 who may stop its own spawned children); every call is decided by the permission mode (reads as
-reads, anything else as an edit) before it runs.
+reads, anything else as an edit) before it runs. A caller has at most
+session.tools.max_concurrent_calls calls in flight; a prompt's `wait` ends when its caller's binding does.
 """
 
 import hashlib
@@ -34,7 +35,8 @@ def listing():
 def call(manager, caller, operation, arguments):
     """The CallToolResult of one call: the HTTP document, or isError with the HTTP error body."""
     try:
-        return result(_call(manager, caller, operation, arguments))
+        with manager.tool_call_slot(caller):
+            return result(_call(manager, caller, operation, arguments))
     except CompozyError as exc:
         return result(exc.to_body(), error=True)
     except Exception:  # noqa: BLE001 (a tool call answers, it never takes the server down)
@@ -66,7 +68,8 @@ def _call(manager, caller, operation, arguments):
         if options.get("notify_on_complete") and "prompt" in document:  # the wake comes when the turn ends
             manager.observers["messaging"].watch(caller, target, document["prompt"]["turn_id"])
         if options.get("wait") and "prompt" in document:
-            document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"])
+            document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"],
+                                                     wanted=lambda: manager.still_bound(caller))
     if legacy_stop:
         document["deprecation"] = NATIVE_STOP_DEPRECATION
     return document

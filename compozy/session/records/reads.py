@@ -100,14 +100,16 @@ def follow_catalog(feed, after=None):
     return follow_batches(None, feed, now if after is None else min(after, now))
 
 
-def turn_answer(log, feed, turn_id):
+def turn_answer(log, feed, turn_id, wanted=None):
     """(answer, exhausted) once the turn has ended: {"turn_id", "end", "stop_reason" | "error", "text",
-    "truncated"}, the text bounded; exhausted when recovery gave up on the agent during the turn."""
+    "truncated"}, the text bounded; exhausted when recovery gave up on the agent during the turn.
+    (None, False) when `wanted()`, asked at each idle tick, says the answer is no longer awaited."""
     cursor = log.last_sequence()
     if not log.read_all(archive="all", types=list(TURN_ENDS), turn_id=turn_id):
         ends = lambda r: r["turn_id"] == turn_id and r["type"] in TURN_ENDS  # noqa: E731
-        for _ in follow(log, feed, cursor, until=ends):
-            pass
+        for record in follow(log, feed, cursor, until=ends):
+            if record is None and wanted is not None and not wanted():
+                return None, False
     events = log.read_all(archive="all", turn_id=turn_id)
     end = next((e for e in reversed(events) if e["type"] in TURN_ENDS), None)
     text = "".join(e["content"].get("text", "") for e in events if e["type"] == "agent_message")
