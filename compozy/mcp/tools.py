@@ -21,6 +21,8 @@ from compozy.errors import CompozyError, error_body
 log = logging.getLogger("compozy.mcp")
 
 SELF_REFUSED = ("compozy__session_prompt", "compozy__session_stop", "compozy__session_archive")
+PARENT_ONLY = ("compozy__session_stop", "compozy__session_archive")
+DERIVING = ("compozy__session_continue", "compozy__session_fork")
 NATIVE_STOP_DEPRECATION = "compozy__session_stop without an explicit wait is deprecated; send wait true or false"
 
 
@@ -105,6 +107,8 @@ def _keywords(operation, caller, target, fields):
         keywords["query"] = fields
     if api.SESSION_HEADER in operation.headers:
         keywords["identity"] = (caller.id, caller.secret)
-    if operation.tool.name == "compozy__session_stop":
-        keywords["caller_id"] = caller.id  # a parent's agent may stop its own spawned children
+    if operation.tool.name in PARENT_ONLY:
+        keywords["caller_id"] = caller.id  # a parent's agent may stop (or archive --stop) its own spawned children
+    if operation.tool.name in DERIVING:
+        keywords["creator"] = caller.session.record  # held to the limits on what agents create
     return keywords
