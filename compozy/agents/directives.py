@@ -50,6 +50,8 @@ _ARGUMENT_PATTERNS = {
     "garbage": "",
     "stderr": r"(\d+)",
     "thought": r"(.+)",
+    "say": r"(.+)",
+    "nest": r"(\d+)\s+(\S+)",
     "plan": "",
     "usage": "",
     "stop": "(" + "|".join(STOP_REASONS) + ")",
@@ -334,6 +336,16 @@ class DirectiveSteps:
     def do_thought(self, text: str) -> None:
         self.update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text},
                      "messageId": uuid.uuid4().hex})
+
+    def do_say(self, text: str) -> None:
+        self.say(text)
+
+    def do_nest(self, depth: str, text: str) -> None:
+        """A tool_call whose rawInput holds TEXT `depth` lists deep (a document that recursion cannot walk)."""
+        value: object = text
+        for _ in range(int(depth)):
+            value = [value]
+        self.start_tool_call("Nested", "other", "completed", rawInput=value)
 
     def do_plan(self) -> None:
         self.update({"sessionUpdate": "plan", "entries": [

@@ -25,6 +25,7 @@ from compozy.errors import CompozyError
 from compozy.ids import new_ulid
 from compozy.paths import write_private_json
 from compozy.session.records.governed import refuse_expired
+from compozy.session.records.replay import turn_text
 from compozy.states import BusyMode, SessionState, StopReason
 
 log = logging.getLogger("compozy.messaging")
@@ -114,7 +115,7 @@ class Messaging:
             return self._drop(watch, "expired")
         events = target.log.read_all(archive="all", turn_id=watch["turn_id"])
         end = next((e for e in reversed(events) if e["type"] in TURN_ENDS), None)
-        text = "".join(e["content"].get("text", "") for e in events if e["type"] == "agent_message")
+        text = turn_text(events, target.read_secrets())
         how = (f"done ({end['content'].get('stop_reason')})" if end and end["type"] == "done"
                else f"error ({(end or {}).get('content', {}).get('error', 'unknown')})")
         wake = {"session_id": target.id, "agent_name": target.record.agent_name, "turn_id": watch["turn_id"],
