@@ -131,7 +131,8 @@ class Runner:
         if replay_reason:
             prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
             text, _ = replay_prompt(prior, turn.message, self.services.config, session.id, replay_reason,
-                                    session.carried(), self.services.identities.endpoints is not None)
+                                    session.carried(), self.services.identities.endpoints is not None,
+                                    secrets=session.read_secrets())
         self._send_prompt(session, turn, runtime, text)
         self._await_answer(session, turn)
 
