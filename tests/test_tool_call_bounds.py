@@ -76,7 +76,7 @@ def timed(call):
 
 def owner_controls(daemon, attacker):
     """Health over TCP and over the socket, then the attacker's stop: each (answer, seconds)."""
-    tcp, unix = Api(daemon.http_url, timeout=30), Api(daemon.socket_url, timeout=30)
+    tcp, unix = daemon.client(timeout=30), Api(daemon.socket_url, timeout=30)
     return {"health": timed(lambda: tcp.call("GET", "/api/health")),
             "socket": timed(lambda: unix.call("GET", "/api/health")),
             "stop": timed(lambda: tcp.call("POST", spath(attacker, "stop"), {"wait": False}))}
@@ -106,7 +106,7 @@ def test_seventy_calls_held_for_approval_leave_the_owners_control_answered(tmp_p
         config += f"[session.tools]\nmax_concurrent_calls = {limit}\n"
     home = tmp_path / "home"
     daemon = started(home, config)
-    api = Api(daemon.http_url, timeout=30)
+    api = daemon.client(timeout=30)
     expected = limit or 4
     try:
         attacker, secret = bound(api, workspace, "attacker")
@@ -129,7 +129,7 @@ def test_seventy_calls_held_for_approval_leave_the_owners_control_answered(tmp_p
 def test_prompts_that_wait_on_six_busy_sessions_leave_the_owners_control_answered(tmp_path, workspace):
     home = tmp_path / "home"
     daemon = started(home, "")
-    api = Api(daemon.http_url, timeout=30)
+    api = daemon.client(timeout=30)
     try:
         attacker, secret = bound(api, workspace, "attacker")
         targets = [create(api, workspace, name=f"busy-{i}") for i in range(TARGETS)]
