@@ -38,6 +38,7 @@ from compozy.session.records.workspaces import Workspaces
 from compozy.session.turns.binding import Binder
 from compozy.session.turns.engine import TurnEngine
 from compozy.session.turns.identity import Identities
+from compozy.session.turns.inspection import agent_evidence
 from compozy.session.turns import titles
 from compozy.session.turns.tool_calls import ToolCalls
 from compozy.session.turns.choices import outcome
@@ -174,8 +175,9 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
     def inspect_session(self, session_id, workspace=None):
         """Everything a person debugging needs: the resource, files, process, queue, requests, tail."""
         record = self._record(session_id, workspace)
-        return reads.inspection(self.home, self.catalog, self.store.events(record), record,
-                                self._resource(record, precise=True))
+        log = self.store.events(record)
+        document = reads.inspection(self.home, self.catalog, log, record, self._resource(record, precise=True))
+        return {**document, **agent_evidence(self.live.get(record.id), record, log)}
 
     def list_sessions(self, query=None, encoded=False):
         """Catalog page, newest first, with the interface's filters and keyset cursor.

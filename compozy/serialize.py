@@ -50,6 +50,8 @@ def _runtime(stored, live):
             runtime[name] = getattr(stored, name)
     if stored.process:
         runtime["process"] = {k: stored.process.get(k) for k in ("pid", "start_time")}
+    if stored.commands:
+        runtime["available_commands"] = stored.commands
     if live:
         runtime.update(live)
     return runtime

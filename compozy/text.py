@@ -32,6 +32,19 @@ def multi_line(text):
     return _UNSAFE_KEEP_LINES.sub(_escape, str(text))
 
 
+# CSI (colours, cursor moves), OSC (titles, clipboard, links; ended by BEL or ST) and the other two-byte escapes.
+_ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+                              r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC
+                              r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+
+
+def terminal_output(text):
+    """What a program wrote for a terminal (an agent's stderr) as plain lines: escape sequences removed,
+    carriage returns (progress bars) turned into line breaks, every other control escaped."""
+    text = _ESCAPE_SEQUENCE.sub("", str(text)).replace("\r\n", "\n").replace("\r", "\n")
+    return multi_line(text)
+
+
 def has_bidi_control(text):
     return any(char in BIDI_CONTROLS for char in text)
 

@@ -32,11 +32,13 @@ PERMISSION_OPTIONS = [
 ]
 GARBAGE_PAD_BYTES = protocol.MAX_LINE_BYTES + 512 * 1024
 STDERR_BLOCK = (b"x" * 63 + b"\n") * 64  # 4 KiB
+USAGE_COST = 0.25  # what each [usage] adds to the session's cumulative cost, in USD
 
 _NUMBER = r"\d+(?:\.\d*)?|\.\d+"
 _ARGUMENT_PATTERNS = {
     "chunks": r"(\d+)",
     "hold": r"([A-Za-z0-9_-][A-Za-z0-9._-]*)",
+    "wait": r"([A-Za-z0-9_-][A-Za-z0-9._-]*)",
     "sleep": rf"({_NUMBER})",
     "crash": r"(\d+)(?:\s+(once))?",
     "hang": "",
@@ -64,6 +66,11 @@ _ARGUMENT_PATTERNS = {
     "launch-args": "",
     "mcp": r"([A-Za-z0-9_.-]+)(?:\s+(\{.*\}))?",
     "mcp-many": r"(\d+)\s+([A-Za-z0-9_.-]+)(?:\s+(\{.*\}))?",
+    "methods": "",
+    "closes": "",
+    "mode": "",
+    "switch-mode": r"([A-Za-z0-9_-]+)",
+    "title": r"(.+)",
 }
 _TOKEN = re.compile(r"\[([a-z][a-z-]*)(?:\s+([^\[\]]*?))?\s*\]")
 _REPLAY_BLOCK = re.compile(r"<compozy_context_replay>(.*?)</compozy_context_replay>", re.DOTALL)
@@ -240,6 +247,10 @@ class DirectiveSteps:
         self.say(f"holding {name} ")
         self.pause(math.inf, until=gate.exists)
 
+    def do_wait(self, name: str) -> None:
+        """[hold NAME] without a word: the client hears nothing until the gate opens."""
+        self.pause(math.inf, until=Path(self.session.cwd, ".compozy-gates", name).exists)
+
     def do_sleep(self, seconds: str) -> None:
         self.pause(float(seconds))
 
@@ -354,7 +365,9 @@ class DirectiveSteps:
         ]})
 
     def do_usage(self) -> None:
-        self.update({"sessionUpdate": "usage_update", "used": 1200, "size": 200000})
+        cost = self.agent.add_cost(self.session, USAGE_COST)
+        self.update({"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
+                     "cost": {"amount": cost, "currency": "USD"}})
         self.usage = {"inputTokens": 1000, "outputTokens": 200, "totalTokens": 1200}
 
     def do_stop(self, reason: str) -> None:
