@@ -67,6 +67,9 @@ SETTINGS = (
             "cap on each message body inside a bounded replay", minimum=1024),
     Setting("session.messaging.reply_watch_ttl", "24h", "duration",
             "how long a notify_on_complete watch keeps a sender alive"),
+    Setting("session.tools.max_concurrent_calls", 4, "int",
+            "native tool calls one session's agent may have in flight (running, held for approval or waiting "
+            "on a turn); one more is refused with tool_call_limit_reached", minimum=1),
     Setting("roles.auto_title.enabled", False, "bool", "run one bounded title pass after the first answer"),
     Setting("roles.auto_title.agent", "general", "str", "the agent that writes titles"),
     Setting("roles.auto_title.provider", "", "str", "the title pass's provider (\"\": the agent's)"),

@@ -292,11 +292,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
             document = {"session": self._resource(session.record, precise=True)}
         return serialize.Answer(kind, document)
 
-    def archive_session(self, session_id, workspace, query=None):
-        """Leave the default catalog (stopping first when the query says stop=true)."""
+    def archive_session(self, session_id, workspace, query=None, caller_id=None):
+        """Leave the default catalog (stopping first when the query says stop=true; a daemon-managed session is
+        stopped only by its parent's agent, caller_id, as with stop)."""
         session = self._session(session_id, workspace)
         stop = bool(v.query_bool((query or {}).get("stop"), "stop"))
-        return {"session": self._resource(lifecycle.archive(self.stopper, session, stop), precise=True)}
+        return {"session": self._resource(lifecycle.archive(self.stopper, session, stop, caller_id), precise=True)}
 
     def unarchive_session(self, session_id, workspace):
         """Return to the default catalog; the session stays stopped."""
@@ -319,15 +320,16 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         result = self.rewinder.rewind(session, body)
         return {"session": self._resource(session.record, precise=True), "rewind": result}
 
-    def continue_session(self, session_id, workspace, body):
-        """A new session carrying this one's conversation to another agent; the source is untouched."""
+    def continue_session(self, session_id, workspace, body, creator=None):
+        """A new session carrying this one's conversation to another agent; the source is untouched.
+        creator: the record of the agent's session that asks (the native tool), held to the agents' limits."""
         request = continue_request(session_id, self.workspaces.resolve(workspace)["id"], body)
-        return self.deriver.derive(request).answer(partial(self._resource, precise=True))
+        return self.deriver.derive(request, creator).answer(partial(self._resource, precise=True))
 
-    def fork_session(self, session_id, workspace, body):
+    def fork_session(self, session_id, workspace, body, creator=None):
         """A new session of the same agent and runtime carrying this conversation (or a prefix of it)."""
         request = fork_request(session_id, self.workspaces.resolve(workspace)["id"], body)
-        return self.deriver.derive(request).answer(partial(self._resource, precise=True))
+        return self.deriver.derive(request, creator).answer(partial(self._resource, precise=True))
 
     def derive_preview(self, session_id, workspace, query=None):
         """What a continue or fork would carry right now, at which fences; it never writes."""

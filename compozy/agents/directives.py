@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -51,6 +52,8 @@ _ARGUMENT_PATTERNS = {
     "garbage": "",
     "stderr": r"(\d+)",
     "thought": r"(.+)",
+    "say": r"(.+)",
+    "nest": r"(\d+)\s+(\S+)",
     "plan": "",
     "usage": "",
     "stop": "(" + "|".join(STOP_REASONS) + ")",
@@ -62,6 +65,7 @@ _ARGUMENT_PATTERNS = {
     "refuse-steer": "",
     "launch-args": "",
     "mcp": r"([A-Za-z0-9_.-]+)(?:\s+(\{.*\}))?",
+    "mcp-many": r"(\d+)\s+([A-Za-z0-9_.-]+)(?:\s+(\{.*\}))?",
     "methods": "",
     "closes": "",
     "mode": "",
@@ -344,6 +348,16 @@ class DirectiveSteps:
         self.update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text},
                      "messageId": uuid.uuid4().hex})
 
+    def do_say(self, text: str) -> None:
+        self.say(text)
+
+    def do_nest(self, depth: str, text: str) -> None:
+        """A tool_call whose rawInput holds TEXT `depth` lists deep (a document that recursion cannot walk)."""
+        value: object = text
+        for _ in range(int(depth)):
+            value = [value]
+        self.start_tool_call("Nested", "other", "completed", rawInput=value)
+
     def do_plan(self) -> None:
         self.update({"sessionUpdate": "plan", "entries": [
             {"content": "Read the request", "priority": "high", "status": "completed"},
@@ -373,23 +387,40 @@ class DirectiveSteps:
         self.recall = True
 
     def do_mcp(self, name: str, arguments: str | None) -> None:
+        self.do_mcp_many("1", name, arguments)
+
+    def do_mcp_many(self, count: str, name: str, arguments: str | None) -> None:
+        """The tool called `count` times at once (one thread each), each reported as [mcp] reports one."""
         try:
             parsed = json.loads(arguments or "{}")
         except ValueError as error:
             self.say(f"mcp {name} error: arguments are not JSON: {error} ")
             return
-        call_id = self.start_tool_call(name, "other", "in_progress", rawInput=parsed)
-        try:
-            result = self.await_call(lambda: self.agent.tools_for(self.session).call_tool(name, parsed))
-        except ToolError as error:
+        call_ids = [self.start_tool_call(name, "other", "in_progress", rawInput=parsed) for _ in range(int(count))]
+        outcomes: list = [None] * len(call_ids)
+
+        def call(index: int) -> None:
+            try:
+                outcomes[index] = self.agent.tools_for(self.session).call_tool(name, parsed)
+            except Exception as error:  # noqa: BLE001 (reported as the call's failure, like a refused call)
+                outcomes[index] = error if isinstance(error, ToolError) else ToolError(f"tools/call: {error}")
+        threads = [threading.Thread(target=call, args=(i,), name="mcp-many", daemon=True) for i in range(len(call_ids))]
+        for thread in threads:
+            thread.start()
+        self.await_call(lambda: [thread.join() for thread in threads])
+        for call_id, outcome in zip(call_ids, outcomes):
+            self._report_tool(name, call_id, outcome)
+
+    def _report_tool(self, name: str, call_id: str, outcome) -> None:
+        if isinstance(outcome, ToolError):
             self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed",
-                         "content": [_text_content(str(error))], "rawOutput": {"error": str(error)}})
-            self.say(f"mcp {name} error: {error} ")
+                         "content": [_text_content(str(outcome))], "rawOutput": {"error": str(outcome)}})
+            self.say(f"mcp {name} error: {outcome} ")
             return
-        text = "".join(block.get("text", "") for block in result.get("content") or [] if isinstance(block, dict))
+        text = "".join(block.get("text", "") for block in outcome.get("content") or [] if isinstance(block, dict))
         self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
-                     "status": "failed" if result.get("isError") else "completed",
-                     "content": [_text_content(text)], "rawOutput": result})
+                     "status": "failed" if outcome.get("isError") else "completed",
+                     "content": [_text_content(text)], "rawOutput": outcome})
         self.say(f"mcp {name}: {text} ")
 
     def do_linger(self, count: str) -> None:

@@ -112,7 +112,8 @@ class Recovery:
             # The interrupted turn's own partial output stays in the log; the context is what came before.
             prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
             text, _ = replay_prompt(prior, turn.message, self.services.config, session.id, "automatic_recovery",
-                                    session.carried(), self.services.identities.endpoints is not None)
+                                    session.carried(), self.services.identities.endpoints is not None,
+                                    secrets=session.read_secrets())
         session.append_event("runtime_recovery_succeeded", {"attempt": turn.recovery["attempt"],
                                                             "generation": turn.recovery["generation"],
                                                             "session_load": replay_reason is None}, turn.id)

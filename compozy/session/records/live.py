@@ -17,7 +17,7 @@ from compozy.session.records.feed import Feed, attention_changed, catalog_change
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
 from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS, RuntimeStatus
-from compozy.text import compact_json
+from compozy.text import MAX_CONTENT_DEPTH, compact_json, map_document, may_nest_deeper
 
 log = logging.getLogger("compozy.session")
 
@@ -68,6 +68,7 @@ class LiveSession:
         self.stop_operation = None
         self.permissions = {}  # request_id -> PendingPermission
         self.inflight = {}  # idempotency_key -> Turn still binding
+        self.tool_calls_in_flight = 0  # native tool calls of this session's agent the daemon serves now
         self.activity = {"last_activity_at": (record.activity or {}).get("last_activity_at"),
                          "last_activity_kind": None}
         self.idle_since = None
@@ -129,7 +130,7 @@ class LiveSession:
         daemon knows (its environment, the agent's provider env and binding identity) are redacted
         from every event but the user's own message, so no read can show them."""
         secrets = self._secrets()
-        texts = [compact_json(content) for _, _, content, _ in items]
+        items, texts = _encoded(items)
         if secrets:
             items, texts = _redacted(items, texts, EncodedRedaction(secrets, compact_json))
         records = self.log.append(items, texts)
@@ -141,6 +142,10 @@ class LiveSession:
         agents = [agent for agent in (self.runtime, self.candidate) if agent is not None]
         return known_secret_values(*(environment for agent in agents
                                      for environment in (agent.provider.env, agent.identity)))
+
+    def read_secrets(self):
+        """The secret values redacted from text joined from this session's chunks (replay.assembled)."""
+        return read_secrets(self.services, self)
 
     def append_event(self, kind, content, turn_id=None):
         return self.append([(kind, turn_id, content, self.record.agent_name)])[0]
@@ -212,6 +217,16 @@ class LiveSession:
         self.services.store.logs.unpin(self.id)
         self.feed.close()
         self.worker_wake.set()  # a parked worker with no turn ends now, not 30 s later
+
+
+def read_secrets(services, session=None):
+    """What a read redacts from text it assembles from stored chunks: the values of the secret-named
+    variables of the daemon's environment and of every configured provider's env, and the binding
+    secrets of the session's live agents. (A binding that ended names nobody: its secret is inert.)"""
+    environments = [provider.env for provider in services.config.providers.values()]
+    if session is not None:
+        environments += [agent.identity for agent in (session.runtime, session.candidate) if agent is not None]
+    return known_secret_values(*environments)
 
 
 def waiting_view(session, turn):
@@ -335,6 +350,24 @@ class RuntimeEvents:
             turn.wake.set()
         self.session.services.observers.emit("agent_exited", self.session, runtime)
         self.lost_outside_turn(self.session, runtime)
+
+
+def _encoded(items):
+    """The items and their content texts, content nested deeper than MAX_CONTENT_DEPTH cut there first: an
+    agent's update nested a thousand levels deep would break every recursive reader (json included)."""
+    bounded, texts = [], []
+    for kind, turn_id, content, agent in items:
+        try:
+            text = compact_json(content)
+            deep = may_nest_deeper(text)
+        except RecursionError:
+            deep = True
+        if deep:
+            content = map_document(content, max_depth=MAX_CONTENT_DEPTH)
+            text = compact_json(content)
+        bounded.append((kind, turn_id, content, agent))
+        texts.append(text)
+    return bounded, texts
 
 
 def _redacted(items, texts, redaction):

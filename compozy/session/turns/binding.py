@@ -14,11 +14,13 @@ from compozy.api import SECRET_ENV
 from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.launch_aliases import resolve
+from compozy.session.records.governed import refuse_expired
 from compozy.session.records.live import RuntimeEvents
 from compozy.session.lifecycle.recovery import lost_outside_turn
 from compozy.session.records.record import ABSENT
 from compozy.session.records.snapshots import layer, routes_for
-from compozy.states import NATIVE, MarkerKind, NativeState, RuntimeStatus, RuntimeTransition, SessionState
+from compozy.states import (NATIVE, FailureKind, MarkerKind, NativeState, RuntimeStatus, RuntimeTransition,
+                            SessionState)
 from compozy.text import one_line
 
 log = logging.getLogger("compozy.binding")
@@ -32,7 +34,12 @@ class Binder:
         self.services, self.requests = services, requests
 
     def bind(self, session, turn, transition=None):
-        """Make session.runtime serve turn's snapshot; returns the replay reason or None."""
+        """Make session.runtime serve turn's snapshot; returns the replay reason or None. A governed child
+        past its TTL is never bound again, whatever asks (a queued turn, recovery)."""
+        try:
+            refuse_expired(session.record, self.services.clock.wall())
+        except CompozyError as expired:
+            raise BindFailure(expired, FailureKind.STARTUP_FAILURE) from None
         stored = session.record.runtime
         routes = routes_for(session.agent, stored.selected, turn.snapshot)
         runtime = session.runtime

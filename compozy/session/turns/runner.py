@@ -135,7 +135,8 @@ class Runner:
         if replay_reason:
             prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
             text, _ = replay_prompt(prior, turn.message, self.services.config, session.id, replay_reason,
-                                    session.carried(), self.services.identities.endpoints is not None)
+                                    session.carried(), self.services.identities.endpoints is not None,
+                                    secrets=session.read_secrets())
         self._send_prompt(session, turn, runtime, text)
         self._await_answer(session, turn)
 
@@ -261,7 +262,8 @@ class Runner:
         if turn.finished:
             return
         turn.finished = True
-        turn.change_phase(TurnPhase.DONE)
+        with session.lock:  # a cancel checks the phase and moves it under this lock too
+            turn.change_phase(TurnPhase.DONE)
         self.requests.cancel_all(session, turn.id)
         usage = turn_usage(answered_usage, turn.last_usage, turn.cost_before)
         if usage is not None:

@@ -24,6 +24,7 @@ from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.launch_aliases import resolve
 from compozy.session.records.governed import refuse_user_action
+from compozy.session.records.replay import turn_text
 from compozy.states import PermissionDecision, SessionType
 from compozy.text import one_line
 
@@ -128,7 +129,7 @@ class Titles:
             session.save()
 
     def _generate(self, session):
-        prompt = PROMPT.format(**first_exchange(session.log))
+        prompt = PROMPT.format(**first_exchange(session.log, session.read_secrets()))
         for route in self._routes():
             if not self.services.accepting:
                 return None  # the daemon is shutting down: no new agent for a title
@@ -171,13 +172,12 @@ class Titles:
                 self.agents.discard(runtime)
 
 
-def first_exchange(log):
-    """The first user message and the first answer, each bounded."""
+def first_exchange(log, secrets):
+    """The first user message and the first answer (its joined text redacted), each bounded."""
     events = log.read(types=["user_message", "agent_message", "done"], limit=1000, after_sequence=0)
     user = next((e["content"].get("text", "") for e in events if e["type"] == "user_message"), "")
     first_turn = next((e["turn_id"] for e in events if e["type"] == "done"), None)
-    answer = "".join(e["content"].get("text", "") for e in events
-                     if e["type"] == "agent_message" and e["turn_id"] == first_turn)
+    answer = turn_text([e for e in events if e["turn_id"] == first_turn], secrets)
     return {"user": user[:EXCERPT_CHARS], "assistant": answer[:EXCERPT_CHARS]}
 
 
