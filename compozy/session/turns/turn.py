@@ -64,6 +64,10 @@ class Turn:
         """Silence accrues only while the agent owes us work (not while we owe it an answer)."""
         return self.prompting and self.pending_permissions == 0 and self.tool_calls == 0
 
+    def silence(self, now):
+        """How long the agent has owed this turn work with no progress and no other work signal."""
+        return now - max(self.last_progress, self.last_work) if self.waiting_on_agent else 0.0
+
     def progress(self):
         self.last_progress = self.clock.monotonic()
 
