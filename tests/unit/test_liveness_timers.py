@@ -257,3 +257,23 @@ def test_a_wake_waiting_for_delivery_still_counts(manager, clock, watch):
     manager.stop_session(target.id, None, {"wait": True})
     record["wake"] = {"session_id": target.id}  # the answer is in; delivery is still to come
     assert [s["reply_ready"] for s in _signals(sender, "awaiting_reply")] == [True]
+
+
+def test_an_idle_sender_waiting_on_a_reply_beats_too(manager, clock, watch):
+    sender, target, _ = watch
+    _at(manager, clock, 1, sender)
+    assert sender.turn is None and sender.activity["last_activity_kind"] == "waiting_heartbeat"
+    assert sender.overlay()["activity"]["waiting"]["session_id"] == target.id
+
+
+def test_a_person_is_waited_on_before_a_reply(manager, clock, workspace, watch):
+    sender, _, _ = watch
+    _turn(sender, clock)
+    _ask_permission(manager, sender, workspace)
+    assert sender.overlay()["activity"]["waiting"]["on"] == "permission"
+
+
+def test_a_removed_sender_drops_its_watches(manager, clock, watch):
+    sender, _, record = watch
+    manager.remove_session(sender.id)
+    assert record["id"] not in manager.observers["messaging"].watches

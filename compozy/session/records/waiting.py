@@ -9,10 +9,9 @@ for a session (outside_work: a reply it awaits that can still come).
 """
 
 from compozy.clock import iso_from_epoch
-from compozy.states import TOP_LEVEL_KINDS, SessionState
+from compozy.states import LIVE_STATES, TOP_LEVEL_KINDS, SessionState, WaitingOn
 
 MAX_LINEAGE_DEPTH = 8  # how far down its lineage a session looks for an active descendant
-WAITED_ON = ("permission", "reply", "child")  # what activity.waiting names first when several hold
 
 
 def live_children(session):
@@ -22,7 +21,7 @@ def live_children(session):
     sessions = registry() if registry else []
     return [s for s in sessions if (s.record.lineage or {}).get("parent_session_id") == session.id
             and (s.record.lineage or {}).get("kind") not in TOP_LEVEL_KINDS
-            and s.state in (SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING)]
+            and s.state in LIVE_STATES]
 
 
 def active_children(session, depth=MAX_LINEAGE_DEPTH):
@@ -47,17 +46,36 @@ def outside_work(session):
 
 def waiting_on(session):
     """{on, since, and the request or session waited on} of a live session that waits, or None: a held
-    permission first (a person must act), then a reply, then a child; the oldest of that kind."""
+    permission first (a person must act), then a reply, then a child (WaitingOn's order); the oldest of
+    that kind."""
     if session.state not in (SessionState.STARTING, SessionState.ACTIVE):
         return None
+    for waits in (_held_permissions, _awaited_replies, _children_in_a_turn):  # the next only when none hold
+        found = waits(session)
+        if found:
+            return min(found, key=lambda wait: wait["since"])
+    return None
+
+
+def _held_permissions(session):
     clock = session.services.clock
-    since = lambda moment: iso_from_epoch(clock.wall() - (clock.monotonic() - moment))  # noqa: E731
-    waits = [{"on": "permission", "since": since(p.created), "request_id": request_id}
-             for request_id, p in list(session.permissions.items())]
-    waits += [wait for source in session.services.waits for wait in source(session)]
-    waits += [{"on": "child", "since": since(c.turn.started_at), "session_id": c.id}
-              for c in live_children(session) if c.turn is not None and not c.turn.finished]
-    return min(waits, key=lambda w: (WAITED_ON.index(w["on"]), w["since"]), default=None)
+    return [{"on": WaitingOn.PERMISSION.value, "since": _wall(clock, pending.created), "request_id": request_id}
+            for request_id, pending in list(session.permissions.items())]
+
+
+def _awaited_replies(session):
+    return [wait for source in session.services.waits for wait in source(session)]
+
+
+def _children_in_a_turn(session):
+    clock = session.services.clock
+    return [{"on": WaitingOn.CHILD.value, "since": _wall(clock, child.turn.started_at), "session_id": child.id}
+            for child in live_children(session) if child.turn is not None and not child.turn.finished]
+
+
+def _wall(clock, moment):
+    """The wall time, as the API writes it, of a moment on the monotonic clock."""
+    return iso_from_epoch(clock.wall() - (clock.monotonic() - moment))
 
 
 def waiting_view(session, turn):
@@ -69,7 +87,7 @@ def waiting_view(session, turn):
         view["starting"] = {"agent": starting["agent"], "provider": starting["provider"], "since": starting["since"],
                             "elapsed_seconds": round(clock.monotonic() - starting["started"], 1)}
     if turn is not None and turn.prompting and turn.prompt_sent_at is not None and not turn.output_seen:
-        view["awaiting_output_since"] = iso_from_epoch(clock.wall() - (clock.monotonic() - turn.prompt_sent_at))
+        view["awaiting_output_since"] = _wall(clock, turn.prompt_sent_at)
     waiting = waiting_on(session)
     if waiting is not None:
         view["waiting"] = waiting

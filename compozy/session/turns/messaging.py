@@ -29,7 +29,7 @@ from compozy.ids import new_ulid
 from compozy.paths import write_private_json
 from compozy.session.records.governed import refuse_expired
 from compozy.session.records.replay import turn_text
-from compozy.states import LIVE_STATES, BusyMode, SessionState, StopReason
+from compozy.states import LIVE_STATES, BusyMode, SessionState, StopReason, WaitingOn
 
 log = logging.getLogger("compozy.messaging")
 
@@ -75,7 +75,7 @@ class Messaging:
 
     def waits(self, session):
         """What a sender waits on (activity.waiting): every watch it holds, whether it counts as work or not."""
-        return [{"on": "reply", "since": w["created_at"], "session_id": w["target_id"]}
+        return [{"on": WaitingOn.REPLY.value, "since": w["created_at"], "session_id": w["target_id"]}
                 for w in self._watches_of(session)]
 
     def _watches_of(self, sender):
