@@ -14,6 +14,7 @@ from compozy.manager import SessionManager
 from compozy.paths import Home
 from compozy.session.turns.identity import Caller
 from tests.harness.api import wait_for
+from tests.harness.cli import cli_json, run_cli
 
 STREAMY = {"env": {"COMPOZY_REFERENCE_CHUNK_DELAY": "0.1"}}  # a chunk every 100 ms
 PAST_THE_STOP = 5.0  # seconds: well past quiet_after + stop_grace
@@ -93,3 +94,22 @@ def test_a_sender_is_kept_alive_by_its_watch_only_while_the_asked_session_can_an
     manager.prompt(worker, None, {"message": "back to work"})  # resumed, it answers after all
     wait_for(lambda: messaging.watches.get(watch["id"], {}).get("wake"), timeout=30, what="the reply")
     assert _read(manager, sender)["state"] == "stopped"  # an inactivity stop is not undone by the wake
+
+
+
+@pytest.fixture
+def approve_reads(home):
+    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+
+
+def test_the_cli_says_what_a_session_waits_on(approve_reads, daemon, workspace):
+    sid = cli_json(daemon.home, "session", "new", "--cwd", str(workspace))["session"]["id"]
+    assert run_cli(daemon.home, "session", "prompt", sid, "[permission edit] go", "--detach").returncode == 0
+    waiting = wait_for(lambda: cli_json(daemon.home, "session", "status", sid)["session"]["activity"]
+                       .get("waiting"), what="the permission it waits on")
+    assert waiting["on"] == "permission"
+    status = run_cli(daemon.home, "session", "status", sid)
+    assert f"Waiting       on a permission ({waiting['request_id']}) since {waiting['since']}" in status.stdout
+    approved = run_cli(daemon.home, "session", "approve", sid, waiting["request_id"], "--decision", "allow-once")
+    assert approved.returncode == 0, approved.stderr
+    wait_for(lambda: "Waiting" not in run_cli(daemon.home, "session", "status", sid).stdout, what="the wait to end")
