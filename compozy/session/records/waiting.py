@@ -58,8 +58,7 @@ def waiting_on(session):
 
 
 def _held_permissions(session):
-    clock = session.services.clock
-    return [{"on": WaitingOn.PERMISSION.value, "since": _wall(clock, pending.created), "request_id": request_id}
+    return [{"on": WaitingOn.PERMISSION.value, "since": pending.held_since, "request_id": request_id}
             for request_id, pending in list(session.permissions.items())]
 
 
@@ -68,8 +67,7 @@ def _awaited_replies(session):
 
 
 def _children_in_a_turn(session):
-    clock = session.services.clock
-    return [{"on": WaitingOn.CHILD.value, "since": _wall(clock, child.turn.started_at), "session_id": child.id}
+    return [{"on": WaitingOn.CHILD.value, "since": child.turn.began_at, "session_id": child.id}
             for child in live_children(session) if child.turn is not None and not child.turn.finished]
 
 
