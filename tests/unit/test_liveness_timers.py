@@ -188,8 +188,8 @@ def test_heartbeats_prove_no_work(manager, clock, workspace):
     for second in range(30, 40 * 60, 30):
         _at(manager, clock, second, parent)
         assert parent.activity["last_activity_at"] == iso_from_epoch(clock.wall())
-        assert parent.overlay()["activity"]["waiting"] == {"on": "child", "since": iso_from_epoch(clock.wall() - second),
-                                                           "session_id": child.id}
+        waiting = parent.overlay()["activity"]["waiting"]
+        assert waiting == {"on": "child", "since": iso_from_epoch(clock.wall() - second), "session_id": child.id}
     assert len(_warnings(parent)) == 1 and parent.stop_operation is None
     parent_turn.ended.set()  # no runner here: let the ladder's wait for the turn return at once
     _at(manager, clock, 40 * 60, parent)
