@@ -8,7 +8,8 @@ from compozy import validate as v
 from compozy.errors import ERRORS
 from compozy.states import (PERMISSION_SELECTED, TOP_LEVEL_KINDS, BusyMode, Disposition, FirstPrompt, HealthState,
                             LineageKind, NativeState, PermissionDecision, QueueStatus, RuntimeStatus,
-                            RuntimeTransition, SessionState, SessionType, SteerDelivery, StopCause, StopReason)
+                            RuntimeTransition, SessionState, SessionType, SteerDelivery, StopCause, StopReason,
+                            WaitingOn)
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -79,11 +80,14 @@ SUPERVISION = obj(["work_signals", "sources", "quiet_warning"], work_signals=arr
                   sources=OBJECT, quiet_warning=nullable(OBJECT))
 FAILURE = obj(["kind"], kind=STRING, summary=STRING, code=STRING, crash_bundle_path=nullable(STRING),
               agent_error=obj(["code", "message"], code=INTEGER, message=STRING), stderr_tail=array(STRING))
+ACTIVITY = obj(["last_activity_at"], last_activity_at=nullable(STRING), last_activity_kind=nullable(STRING),
+               waiting=obj(["on", "since"], on=enum(WaitingOn), since=TIMESTAMP,
+                           session_id=STRING, request_id=STRING))
 FENCES = obj(["epoch", "generation", "max_sequence"], epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER)
 SESSION_FIELDS = dict(
     id=STRING, name=nullable(STRING), type=enum(SessionType), agent_name=STRING, workspace_id=STRING,
     cwd=nullable(STRING), created_at=TIMESTAMP, updated_at=TIMESTAMP, archived=BOOLEAN, archived_at=TIMESTAMP,
-    fences=FENCES, runtime=RUNTIME, lineage=LINEAGE, activity=obj(["last_activity_at"], last_activity_at=nullable(STRING)),
+    fences=FENCES, runtime=RUNTIME, lineage=LINEAGE, activity=ACTIVITY,
     health=HEALTH, supervision=SUPERVISION, escalated=BOOLEAN, verified=nullable(BOOLEAN),
     stop_reason=enum(StopReason), stop_detail=STRING, failure=FAILURE, attention=nullable(STRING),
     derivation=ref("Derivation"),
