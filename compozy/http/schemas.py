@@ -193,9 +193,20 @@ SCHEMAS = {
     "LoginAnswer": wrapped("login", "Login"),
     "Login": obj(["url", "expires_at"], url=STRING, expires_at=STRING),
     "AgentList": obj(["agents", "default_agent"], default_agent=STRING, agents=array(obj(
-        ["name", "provider", "command", "found", "runtime", "default"], name=STRING, provider=STRING,
-        command=array(STRING), found=BOOLEAN, runtime=OBJECT, default=BOOLEAN, fallback_chain=array(OBJECT),
-        env=array(STRING), handshake_timeout=nullable(NUMBER)))),
+        ["name", "provider", "command", "found", "installed", "install_detail", "runtime", "default"], name=STRING,
+        provider=STRING, command=array(STRING), found=BOOLEAN, installed=BOOLEAN, install_detail=STRING,
+        runtime=OBJECT, default=BOOLEAN, fallback_chain=array(OBJECT), env=array(STRING),
+        handshake_timeout=nullable(NUMBER)))),
+    "AgentDoctorAnswer": obj(["doctor"], doctor=obj(
+        ["agent", "provider", "command", "ok", "steps", "error", "stderr_tail", "stopped"], agent=STRING,
+        provider=STRING, command=array(STRING), ok=BOOLEAN, stopped=BOOLEAN, stderr_tail=array(STRING),
+        steps=array(obj(["step", "ok", "seconds", "detail"], step=STRING, ok=BOOLEAN, seconds=nullable(NUMBER),
+                        detail=STRING)),
+        protocol_version=nullable(INTEGER), agent_info=nullable(OBJECT), capabilities=nullable(OBJECT),
+        auth_methods=nullable(array(OBJECT)), authenticated=nullable(STRING),
+        error=nullable(obj(["step", "code", "failure_kind", "message"], step=STRING, code=STRING,
+                           failure_kind=STRING, message=STRING, agent_error=OBJECT, stderr_tail=array(STRING),
+                           auth_methods=array(OBJECT), tried=nullable(STRING), next_command=STRING)))),
     "DaemonStatusAnswer": obj(["status"], status=obj(
         ["version", "accepting", "sessions", "live", "attention"], version=STRING, accepting=BOOLEAN,
         sessions={"type": "object", "additionalProperties": INTEGER}, live=INTEGER,
