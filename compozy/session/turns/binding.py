@@ -201,6 +201,7 @@ class Binder:
             return None
         session.update_runtime(status=RuntimeStatus.RECONFIGURING if transition else RuntimeStatus.UNBOUND,
                                transition=transition)
+        runtime.released = True  # its exit is expected, not a crash outside a turn
         report = self._discard(runtime)
         with session.lock:
             if session.runtime is runtime:

@@ -34,6 +34,7 @@ class Turn:
         self.pending_permissions = 0
         self.tool_calls = 0  # native tool calls of this session the daemon is serving
         self.open_tools = {}  # tool_call_id -> when it was last heard of (monotonic)
+        self.opened = False  # its user_message is stored: it ends with exactly one done or error
         self.finished = False
         self.started_at = self.last_progress = self.last_progress_event = clock.monotonic()
         self.last_work = self.started_at  # the last sweep that saw another work signal (a verified tool)
