@@ -89,7 +89,8 @@ class Admission:
         if record.archived:
             raise CompozyError("session_archived", "unarchive the session before prompting it")
         refuse_expired(record, self.services.clock.wall())
-        if session.stop_operation is not None or record.state == SessionState.STOPPING:
+        if session.stop_operation is not None or record.state == SessionState.STOPPING or \
+                (record.state == SessionState.STOPPED and session.turn is not None):  # its last turn still ending
             raise CompozyError("session_stop_in_progress", "the session is stopping")
         if record.state == SessionState.STOPPED and mode is not None:
             raise CompozyError("session_not_active", "a stopped session restarts only on a normal prompt "
