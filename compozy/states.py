@@ -385,3 +385,4 @@ class Attention(StrEnum):
     STOP_VERIFICATION_FAILED = "stop_verification_failed"
     SUPERVISION_UNKNOWN = "supervision_source_unknown"
     SUPERVISION_STALE = "supervision_source_stale"
+    RUNTIME_STUCK = "runtime_stuck"  # a transitional runtime status past its bound (supervision.stuck says how long)

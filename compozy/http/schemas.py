@@ -75,8 +75,10 @@ RUNTIME = obj(["status", "transition", "generation", "selected", "selection_revi
 LINEAGE = obj(["kind", "parent_session_id", "root_session_id", "spawn_depth"],
               kind=enum(LineageKind), parent_session_id=nullable(STRING), root_session_id=nullable(STRING),
               spawn_depth=INTEGER, spawn_role=STRING, origin_agent_name=STRING, origin_message_id=STRING)
+STUCK = obj(["status", "since", "seconds", "bound_seconds"], status=enum(RuntimeStatus), since=TIMESTAMP,
+            seconds=NUMBER, bound_seconds=NUMBER, owned_by_turn=BOOLEAN)
 SUPERVISION = obj(["work_signals", "sources", "quiet_warning"], work_signals=array(obj(["kind"], kind=STRING)),
-                  sources=OBJECT, quiet_warning=nullable(OBJECT))
+                  sources=OBJECT, quiet_warning=nullable(OBJECT), stuck=nullable(STUCK))
 FAILURE = obj(["kind"], kind=STRING, summary=STRING, code=STRING, crash_bundle_path=nullable(STRING),
               agent_error=obj(["code", "message"], code=INTEGER, message=STRING), stderr_tail=array(STRING))
 FENCES = obj(["epoch", "generation", "max_sequence"], epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER)
@@ -197,7 +199,8 @@ SCHEMAS = {
         sessions={"type": "object", "additionalProperties": INTEGER}, live=INTEGER,
         attention=array(obj(["id", "state", "workspace_id"], id=STRING, name=nullable(STRING),
                             state=enum(SessionState), workspace_id=STRING, stop_reason=nullable(STRING),
-                            stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING))))),
+                            stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING),
+                            stuck=nullable(STUCK))))),
     "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(

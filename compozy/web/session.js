@@ -6,13 +6,18 @@ import { Transcript } from "./transcript.js";
 
 const RUNTIME_FIELDS = ["provider", "model", "reasoning_effort", "speed"];
 
+// A runtime stuck in a transitional status says which one and for how long (supervision.stuck).
+const attentionText = (session, stuck) =>
+  stuck ? `stuck ${stuck.status} for ${duration(stuck.seconds)}` : session.attention.replaceAll("_", " ");
+
 export function badges(session) {
   const busy = session.activity?.turn_in_flight;
+  const stuck = session.supervision?.stuck;
   return [
     el("span", { class: `badge state-${session.state}` }, session.state),
     busy && el("span", { class: "badge working" }, "working"),
     session.archived && el("span", { class: "badge" }, "archived"),
-    session.attention && el("span", { class: "badge bad" }, session.attention.replaceAll("_", " ")),
+    (session.attention || stuck) && el("span", { class: "badge bad" }, attentionText(session, stuck)),
     session.failure && el("span", { class: "badge bad" }, "failed"),
   ];
 }

@@ -111,7 +111,7 @@ class Stopper:
 
     @staticmethod
     def _stop_candidate(candidate):
-        """A process still being bound (a slow handshake or session/load) has no turn to cancel: it is stopped
+        """A process still being bound (a slow handshake, or loading its session) has no turn to cancel: it is stopped
         at once, so its bind fails now and no agent of the session outlives a verified stop."""
         if candidate is None or candidate.process.spawn is None:
             return None
