@@ -106,7 +106,7 @@ QUEUE_ENTRY = obj(["id", "session_id", "status", "mode", "message", "message_id"
 PROMPT_ADMISSION = obj(["disposition", "turn_id", "message_id", "idempotency_key", "replayed"],
                        disposition=enum(Disposition), turn_id=STRING, message_id=STRING, idempotency_key=STRING,
                        entry_id=STRING, steer_delivery=enum(SteerDelivery), interrupted_turn_id=STRING,
-                       promoted_entry_id=STRING, replayed=BOOLEAN)
+                       promoted_entry_id=STRING, note=STRING, replayed=BOOLEAN)
 STOP_OUTCOME = obj(["state", "verified", "escalated", "stop_cause", "phase", "stopped_after"],
                    state=enum((SessionState.STOPPING, SessionState.STOPPED)), verified=BOOLEAN, escalated=BOOLEAN,
                    stop_cause=nullable(enum(StopCause)), phase=STRING, stopped_after=NUMBER, attention=STRING)

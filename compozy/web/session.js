@@ -54,7 +54,9 @@ export class SessionView {
   async open(id) {
     this.close();
     const opening = (this.opening = {}); // a later open() wins over this one
-    for (const part of ["transcript", "session-badges", "session-actions", "working", "health", "runtime", "queue", "lineage"]) {
+    const parts = ["transcript", "session-badges", "session-actions", "working", "composer-note", "health", "runtime",
+      "queue", "lineage"];
+    for (const part of parts) {
       replace($(part));
     }
     replace($("session-name"), id);
@@ -268,6 +270,8 @@ export class SessionView {
     if (!message.trim()) return;
     const result = await this.act("POST", "/prompt", mode ? { message, mode } : { message });
     if (result && box.value === message) box.value = ""; // keep what was typed meanwhile
+    // What a busy prompt did, in plain words (a steer this agent cannot take interrupts the turn instead).
+    replace($("composer-note"), result?.prompt?.note || "");
   }
 
   wire() {
