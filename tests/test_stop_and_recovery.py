@@ -20,7 +20,7 @@ import pytest
 from compozy.cli.client import path_of
 from compozy.errors import CompozyError
 from tests.harness.daemon import DaemonProcess
-from tests.harness.runner import kill_marked
+from tests.harness.runner import agents_of, kill_marked
 
 SECRET = "sk-secret-value-12345"
 BUNDLE_SCHEMA = "compozy.session_crash_bundle.v2"
@@ -406,7 +406,7 @@ def test_stop_during_a_slow_first_bind_stops_the_agent_being_bound_at_once(home,
     first = threading.Thread(target=lambda: answers.append(_attempt(client, session, "one")))
     first.start()
     try:
-        _wait_for(lambda: _agents_of(session["id"]) and _get(client, session["id"])["runtime"]["status"] == "binding",
+        _wait_for(lambda: agents_of(session["id"]) and _get(client, session["id"])["runtime"]["status"] == "binding",
                   10, "the agent held in initialize")
         started_at = time.monotonic()
         _, outcome = client.call("POST", _scoped(session, "stop"), {"wait": True})
@@ -416,27 +416,11 @@ def test_stop_during_a_slow_first_bind_stops_the_agent_being_bound_at_once(home,
     assert outcome["state"] == "stopped" and outcome["verified"] is True, outcome
     assert took < 4.0, f"the stop took {took:.1f}s"
     assert answers == [("session_stop_in_progress", None)]
-    assert _agents_of(session["id"]) == []
+    assert agents_of(session["id"]) == []
     resource = _get(client, session["id"])
     assert resource["runtime"]["status"] == "unbound" and resource["state"] == "stopped"
     kinds = [r["type"] for r in _records(home, session["id"])]
     assert "transcript_marker.created" not in kinds, kinds  # the stopped agent is no refused route
-
-
-def _agents_of(session_id):
-    """The live processes started for the session (agents carry COMPOZY_SESSION_ID)."""
-    needle, found = f"COMPOZY_SESSION_ID={session_id}".encode(), []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                environ = handle.read().split(b"\0")
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        if needle in environ and stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] != b"Z":
-            found.append(int(entry))
-    return found
 
 
 def _attempt(client, session, message, provider=None):
