@@ -88,6 +88,8 @@ def test_an_input_sent_into_an_open_window_keeps_every_invariant(daemons, tmp_pa
             case.run_turn("warm", case.other)
         try:
             window.open(case)
+            read = case.read()
+            case.at_input = f"{read['state']}/{read['runtime']['status']}"  # the window as the input met it
             sent.run(case, twin)
         finally:
             window.close(case)
@@ -106,6 +108,6 @@ def _report(case, sent, twin):
             "answers": [{"op": a.op, "surface": a.surface, "elapsed": round(a.elapsed, 3), "code": a.code,
                          "status": a.status, "hung": a.hung} for a in case.answers],
             "settled_after": round(getattr(case, "settled_after", -1.0), 3), "expected": len(case.expected),
-            "checked": getattr(case, "checked", False)}
+            "checked": getattr(case, "checked", False), "at_input": getattr(case, "at_input", None)}
     with Path(path).open("a") as handle:
         handle.write(json.dumps(line) + "\n")

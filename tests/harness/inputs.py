@@ -72,7 +72,8 @@ def approve(case, surface):
     """The latest permission request the session asked (pending or already answered), else an unknown one."""
     asked = [e for e in case.events(type="permission") if e["content"].get("request_id")]
     request_id = asked[-1]["content"]["request_id"] if asked else new_id("perm")
-    case.call("session.approve", surface, allowed=("permission_request_not_found", "permission_option_unavailable"),
+    case.call("session.approve", surface, allowed=("permission_request_not_found", "permission_option_unavailable",
+                                                   "permission_option_not_offered"),
               request_id=request_id, decision="allow-once")
 
 
