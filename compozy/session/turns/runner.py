@@ -58,8 +58,7 @@ class Runner:
         with session.lock:  # against a turn whose agent just died turning to recovery
             turn.request_cancel(reason, self.services.config["session.stop.cooperative_grace"])
             runtime = session.runtime
-            if turn.prompting and runtime is not None and runtime.alive:
-                turn.change_phase(TurnPhase.CANCELLING)
+            if runtime is not None and runtime.alive and turn.begin_cancelling():
                 runtime.cancel()
         self.requests.cancel_all(session, turn.id)
         return turn
