@@ -12,7 +12,7 @@ Requests go through the harness's surfaces (tests/harness/surfaces.py), over TCP
 import itertools
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from compozy.cli.client import Client
@@ -77,14 +77,14 @@ class Expected:
 
 
 class Case:
-    def __init__(self, daemon, workspace, window, number=None):
+    def __init__(self, daemon, workspace, window):
         self.daemon, self.window = daemon, window
         self.workspace = Path(workspace)
         self.surfaces = {"tcp": HttpSurface(daemon), "socket": SocketSurface(daemon)}
         self.session = None
         self.answers, self.expected, self.admitted_ops = [], [], []
         self.background = []  # the window's own requests (a prompt whose bind the window holds)
-        self.tag = f"c{number if number is not None else next(_numbers)}"
+        self.tag = f"c{next(_numbers)}"
         self.survivors = []  # agent processes alive after a verified stop answered
 
     # -- requests ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from compozy.ids import new_id
-from tests.harness.crossing import ANSWER_WITHIN, Answer, Expected
+from tests.harness.crossing import Answer, Expected
 from tests.harness.runner import agents_of
 from tests.harness.windows import LADDER
 
@@ -197,7 +197,6 @@ class Input:
     name: str
     send: object
     needs_other: bool = False  # a second session, prepared before the window opens
-    bound: float = ANSWER_WITHIN
 
     def run(self, case, twin=False):
         if not twin or self.needs_other:

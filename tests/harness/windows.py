@@ -11,6 +11,7 @@ configuration it runs on (DAEMON_CONFIGS).
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 HANDSHAKE = 6.0
 REFERENCE = [sys.executable, "-m", "compozy.agents.reference"]
@@ -203,7 +204,6 @@ class BootRepair(Window):
 
 
 def _past(iso, margin):
-    from datetime import datetime
     moment = datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
     return time.time() > moment + margin
 

@@ -19,10 +19,10 @@ TRANSITIONAL = (RuntimeStatus.BINDING, RuntimeStatus.RECONFIGURING, RuntimeStatu
 
 def bound(status, session):
     """How long status may last: every route's handshake and session load, recovery's backoff, plus 5 s."""
-    agent = session.agent
+    config = session.services.config
+    agent = config.agents.get(session.record.agent_name)  # a reload may have removed it: one default route
     chain = [route.provider for route in agent.fallback_chain] if agent is not None and agent.fallback_chain \
         else [agent.provider if agent is not None else None]
-    config = session.services.config
     handshakes = [getattr(config.provider(name), "handshake_timeout", DEFAULT_HANDSHAKE_TIMEOUT) for name in chain]
     one_route = max(handshakes) + LOAD_TIMEOUT
     if status == RuntimeStatus.RECONFIGURING:
