@@ -6,7 +6,6 @@ spec/busy-input/busy-steer-interrupt-fallback.yaml). A real daemon and the refer
 
 import pytest
 
-from compozy.cli.client import Client
 from tests.harness import browser
 from tests.harness.api import events, spath, wait_for
 from tests.harness.cli import run_cli
@@ -15,7 +14,7 @@ SAID = "interrupted the running turn: this agent cannot steer"
 
 
 def _held(daemon, workspace):
-    client = Client(daemon.http_url)
+    client = daemon.client()
     session = client.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
     client.call("POST", spath(session, "prompt"), {"message": "[hold g1] long work"})
     wait_for(lambda: events(client, session, type="agent_message"), what="the held turn")
@@ -46,7 +45,7 @@ def test_the_page_says_it_interrupted_because_the_agent_cannot_steer(daemon, wor
         chromium = browser.launch(playwright)
         try:
             page = chromium.new_page()
-            page.goto(f"{daemon.http_url}/sessions/{session['id']}")
+            page.goto(daemon.page_url(f"/sessions/{session['id']}"))
             expect(page.locator("#busy-controls")).to_be_visible(timeout=20_000)
             page.get_by_role("textbox", name="Message").fill("smaller patch please")
             page.get_by_role("button", name="Steer", exact=True).click()

@@ -36,12 +36,16 @@ def served_manager(home):
 
 def _wedge(served, workspace, seconds_ago):
     """A session left `recovering` with no turn, as the bug of issue 20 left it, since seconds_ago."""
-    client = Client(served.http_url)
+    client = Client(served.socket_url)  # the owner's socket: no secret needed
     session = client.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
     live = served.manager._session(session["id"])
     live.save(runtime=live.record.runtime.replace(status="recovering", transition="automatic_recovery"))
     live.runtime_since -= seconds_ago
     return client, session
+
+
+def _secret(served):
+    return (served.home.root / "auth_token").read_text().strip()
 
 
 def _listed(client, session_id):
@@ -94,7 +98,7 @@ def test_the_page_shows_a_stuck_runtime_and_for_how_long(served_manager, workspa
         chromium = browser.launch(playwright)
         try:
             page = chromium.new_page()
-            page.goto(f"{served_manager.http_url}/sessions/{session['id']}")
+            page.goto(f"{served_manager.http_url}/sessions/{session['id']}?token={_secret(served_manager)}")
             expect(page.locator("#session-badges")).to_contain_text("stuck recovering for 5m", timeout=20_000)
             page.goto(served_manager.http_url + "/")
             expect(page.locator("table")).to_contain_text("stuck recovering for 5m", timeout=20_000)

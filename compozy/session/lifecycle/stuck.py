@@ -6,7 +6,7 @@ them. A status past its bound, or left with no turn to own it for 5 s, is stuck:
 people (attention `runtime_stuck`, `supervision.stuck` with how long) rather than left silent.
 """
 
-from compozy.acp.client import LOAD_TIMEOUT
+from compozy.acp.opening import LOAD_TIMEOUT
 from compozy.clock import iso_from_epoch
 from compozy.config import DEFAULT_HANDSHAKE_TIMEOUT
 from compozy.session.lifecycle.recovery import DELAYS
