@@ -30,6 +30,7 @@ class Success:
     schema: str | None              # a components/schemas name; None: no body
     kinds: tuple = ()               # the result kinds (serialize.Answer) answered with this status
     summary: str = "success"
+    media: tuple = ()               # the media types of a file answered as itself (no JSON document)
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,12 @@ OPERATIONS = (
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,
               cli=_session_cli("session preview", flags=_flags("message_id"))),
+    Operation("GET", S + "/export", "session.export", "export_session",
+              "The session as one file, secrets redacted: Markdown for people, a self-contained HTML page, or "
+              "JSONL of every stored event (archived ones marked)",
+              (Success(200, None, summary="the file (Content-Disposition names it)",
+                       media=("text/markdown", "text/html", "application/x-ndjson")),), SESSION,
+              query=v.EXPORT_QUERY, cli=_session_cli("session export", flags=_flags("format"))),
     Operation("GET", S + "/stream", "session.stream", "stream",
               "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},

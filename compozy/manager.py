@@ -25,6 +25,7 @@ from compozy.session.lifecycle.stop import Stopper
 from compozy.session.lifecycle.supervision import Supervisor
 from compozy.session.records import reads
 from compozy.session.records.agents import AgentViews
+from compozy.session.records.exporting import SessionExports
 from compozy.session.records.creation import create_session
 from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.governed import refuse_removal
@@ -53,7 +54,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, ToolCalls):
+class SessionManager(AgentViews, SessionReads, SessionExports, ToolCalls):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""

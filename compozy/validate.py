@@ -300,6 +300,7 @@ EVENTS_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "turn_i
 HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit": integer(minimum=1, maximum=1000),
                  "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
+EXPORT_QUERY = {"format": text(choices=("md", "html", "jsonl"))}
 ARCHIVE_QUERY = {"stop": boolean()}
 PREVIEW_QUERY = {"message_id": token()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}

@@ -40,6 +40,11 @@ class Context:
         method, path, query, body = self._request(name, fields)
         return self.client.call(method, path, body=body, query=query, headers=headers)[1]
 
+    def file(self, name, /, **fields):
+        """(media type, bytes) of an operation that answers a file (an export)."""
+        method, path, query, _ = self._request(name, fields)
+        return self.client.fetch(method, path, query=query)
+
     def stream(self, name, /, **fields):
         """(event, data) pairs of an operation answered as Server-Sent Events."""
         method, path, query, body = self._request(name, fields)
@@ -102,8 +107,8 @@ def use_profile(name):
 
 
 def main(argv=None):
-    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             lifecycle, mcp, page, prompting, session, workspace)
+    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting,  # noqa: F401
+                             history, lifecycle, mcp, page, prompting, session, workspace)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

@@ -6,8 +6,8 @@ from compozy.cli.main import cli
 
 
 def cli_commands():
-    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             lifecycle, page, prompting, session, workspace)
+    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting,  # noqa: F401
+                             history, lifecycle, page, prompting, session, workspace)
     return dict(_walk(cli, ""))
 
 

@@ -39,6 +39,8 @@ def argv(op_name, fields):
         raise ScenarioError(f"{op_name}: the CLI has no spelling for {', '.join(sorted(fields))}")
     if op_name == STREAM:
         return command + ["-o", "json"]
+    if any(success.media for success in operation.success):
+        return command + ["-o", "-"]  # a file command's -o is the file to write: standard output here
     return command + (["--detach"] if op_name == "session.prompt" else [])
 
 

@@ -52,6 +52,16 @@ def scoped(operation):
     return "workspace" in operation.path_params
 
 
+def answers_a_file(operation):
+    """An operation whose answer is a file (an export), not a JSON document."""
+    return any(success.media for success in operation.success)
+
+
+def file_result(text, media_type=None):
+    """What a scenario matches of a file answer: its text (and media type where the surface sees it)."""
+    return {"text": text, **({"media_type": media_type} if media_type else {})}
+
+
 class InProcess:
     """The manager façade itself, in the test process (its app served too, for the agents' native tools)."""
 
@@ -74,6 +84,9 @@ class InProcess:
         except CompozyError as exc:
             check(op_name, error_problem, exc.code, exc.to_body())
             return Outcome(error=exc.code, message=exc.message, document=exc.to_body())
+        if answers_a_file(operation):
+            check(op_name, answer_problem, operation.status_for(), None)
+            return Outcome(result=file_result(document.text, document.media_type), document=document)
         if op_name != STREAM:
             check(op_name, answer_problem, operation.status_for(getattr(document, "kind", None)), document)
         return Outcome(result=unwrap(op_name, document), document=document)
@@ -122,6 +135,10 @@ class HttpSurface:
             if scoped(operation) and "workspace" not in fields:
                 fields["workspace"] = self._workspace_of(fields["session_id"])
             method, path, query, body = request(operation, fields)
+            if answers_a_file(operation):
+                media_type, data = self.client.fetch(method, path, query=query)
+                check(op_name, answer_problem, 200, None)
+                return Outcome(result=file_result(data.decode(), media_type), http_status=200)
             if op_name == STREAM:
                 status, document = 200, collect(self.client.stream(method, path, body=body, query=query))
             else:
@@ -170,6 +187,9 @@ class CliSurface:
         match = _ERROR_LINE.search(completed.stderr)
         if completed.returncode != 0 and match:
             outcome.error, outcome.message = match.group(1), match.group(2)
+            return outcome
+        if answers_a_file(OPS[op_name]):
+            outcome.result = file_result(completed.stdout)
             return outcome
         try:
             outcome.document = _parse_json_output(completed.stdout)
