@@ -301,6 +301,15 @@ OPERATIONS = (
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,
               cli=_session_cli("session preview", flags=_flags("message_id"))),
+    Operation("GET", "/api/search", "search.query", "search",
+              "Find messages of every session (prompts, answers, tool call and permission titles; thoughts when "
+              "search.thoughts is on) with FTS5 syntax: words, \"phrases\", prefix*, AND, OR, NOT; best first",
+              (Success(200, "SearchAnswer"),), ("invalid_request", "invalid_query", "workspace_not_found"),
+              query=v.SEARCH_QUERY, cli=Cli("search", ("q",), _flags("workspace", "agent", "since", "kind",
+                                                                    "archive", "rewound", "limit", "cursor"))),
+    Operation("POST", "/api/search/reindex", "search.reindex", "reindex_search",
+              "Drop the search index and build it again from every session's events (in the background)",
+              (Success(202, "SearchIndexAnswer"),), cli=Cli("search")),
     Operation("GET", S + "/export", "session.export", "export_session",
               "The session as one file, secrets redacted: Markdown for people, a self-contained HTML page, or "
               "JSONL of every stored event (archived ones marked)",

@@ -72,6 +72,8 @@ SETTINGS = (
     Setting("session.tools.max_concurrent_calls", 4, "int",
             "native tool calls one session's agent may have in flight (running, held for approval or waiting "
             "on a turn); one more is refused with tool_call_limit_reached", minimum=1),
+    Setting("search.thoughts", False, "bool",
+            "index agents' thoughts for search too (off: only prompts, answers, tool call and permission titles)"),
     Setting("roles.auto_title.enabled", False, "bool", "run one bounded title pass after the first answer"),
     Setting("roles.auto_title.agent", "general", "str", "the agent that writes titles"),
     Setting("roles.auto_title.provider", "", "str", "the title pass's provider (\"\": the agent's)"),

@@ -26,6 +26,7 @@ from compozy.session.lifecycle.supervision import Supervisor
 from compozy.session.records import reads
 from compozy.session.records.agents import AgentViews
 from compozy.session.records.exporting import SessionExports
+from compozy.session.records.finding import SessionSearch
 from compozy.session.records.creation import create_session
 from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.governed import refuse_removal
@@ -54,7 +55,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, SessionExports, ToolCalls):
+class SessionManager(AgentViews, SessionReads, SessionExports, SessionSearch, ToolCalls):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
@@ -75,6 +76,7 @@ class SessionManager(AgentViews, SessionReads, SessionExports, ToolCalls):
         self.rewinder = Rewinder(self.services, self.binder)
         self.deriver = Deriver(self.services, self.engine, self._session)
         self.observers = observing.observe(self)
+        self.indexer = self.observers["search"]
 
     # -- daemon lifecycle ---------------------------------------------------------------
 

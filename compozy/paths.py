@@ -55,6 +55,10 @@ class Home:
         return self.root / "compozy.db"
 
     @property
+    def search_file(self):
+        return self.root / "search.db"
+
+    @property
     def sessions_dir(self):
         return self.root / "sessions"
 

@@ -301,6 +301,12 @@ HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit
                  "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
 EXPORT_QUERY = {"format": text(choices=("md", "html", "jsonl"))}
+SEARCH_KINDS = ("user", "agent", "thought", "tool", "permission")
+SEARCH_QUERY = {"q": text(required=True, pattern=NOT_EMPTY, max_length=1000, rule="must be an FTS5 query"),
+                "workspace": LIST_QUERY["workspace"], "agent": text(max_length=64),
+                "since": text(max_length=40, rule="must be an ISO 8601 time"),
+                "kind": text(choices=SEARCH_KINDS), "archive": LIST_QUERY["archive"], "rewound": boolean(),
+                "limit": integer(minimum=1, maximum=100), "cursor": text(max_length=20)}
 ARCHIVE_QUERY = {"stop": boolean()}
 PREVIEW_QUERY = {"message_id": token()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}

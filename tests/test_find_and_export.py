@@ -6,11 +6,12 @@ archived ones marked.
 """
 
 import json
+import sqlite3
 
 import pytest
 
 from compozy.redact import REPLACEMENT
-from tests.harness.api import events, run_turn, spath
+from tests.harness.api import events, run_turn, spath, wait_for
 from tests.harness.cli import run_cli
 from tests.test_split_secrets import DAEMON_SECRET, PROVIDER_SECRET, api, daemon, split_everywhere  # noqa: F401
 from tests.test_tool_server import create
@@ -48,6 +49,23 @@ def test_no_export_format_holds_a_secret_split_across_chunks(home, daemon, api, 
         assert DAEMON_SECRET not in joined and PROVIDER_SECRET not in joined
 
 
+def found(api, q, **filters):
+    return api.call("GET", "/api/search", query={"q": q, **filters})[1]["search"]["hits"]
+
+
+def test_search_finds_the_answers_but_never_a_secret_split_across_chunks(home, daemon, api, spoken):
+    hits = wait_for(lambda: found(api, "echo"), what="the answer indexed")
+    assert {hit["session_id"] for hit in hits} == {spoken["id"]}
+    for piece in (DAEMON_SECRET, PROVIDER_SECRET, DAEMON_SECRET.split("-")[0], "daemonkey*", "providerkey*"):
+        quoted = f'"{piece}"' if "-" in piece else piece
+        shown = json.dumps(found(api, quoted, kind="agent"))
+        assert DAEMON_SECRET not in shown and PROVIDER_SECRET not in shown
+    answer = next(hit for hit in found(api, "redacted", kind="agent"))
+    assert "**redacted**" in answer["snippet"] and answer["kind"] == "agent"
+    by_cli = run_cli(home, "--url", daemon.socket_url, "search", "redacted", "-o", "json")
+    assert by_cli.returncode == 0 and DAEMON_SECRET not in by_cli.stdout and "redacted" in by_cli.stdout
+
+
 def test_exports_carry_the_conversation_tool_calls_and_permission_answers(home, daemon, api, spoken, tmp_path):
     _, markdown = exported(api, spoken, "md")
     assert markdown.startswith("# spoken\n")
@@ -79,3 +97,35 @@ def test_a_rewound_turn_leaves_the_transcript_and_stays_marked_in_the_jsonl(api,
     records = [json.loads(line) for line in lines.splitlines()]
     rewound = [r for r in records if r["type"] == "user_message" and r["content"]["text"] == "second thoughts"]
     assert rewound and rewound[0]["archived"] is True
+    hits = wait_for(lambda: [h for h in found(api, "thoughts", rewound="true") if h["rewound"]],
+                    what="the rewound prompt marked rewound")
+    assert sorted(hit["kind"] for hit in hits) == ["agent", "user"]  # the prompt and its echo
+    assert found(api, "thoughts") == [] and found(api, "first", kind="user")
+
+
+def test_archived_sessions_are_found_unless_excluded(api, workspace):
+    session = create(api, workspace)
+    run_turn(api, session, "shelved narwhal notes")
+    api.call("POST", spath(session, "archive"), query={"stop": "true"})
+    hits = wait_for(lambda: [h for h in found(api, "narwhal", kind="user") if h["archived"]], what="the archive seen")
+    assert hits[0]["session_id"] == session["id"]
+    assert found(api, "narwhal", archive="exclude") == []
+    assert len(found(api, "narwhal", archive="only", kind="user")) == 1
+
+
+def test_the_index_catches_up_from_its_last_indexed_sequence_after_a_crash(home, daemon, api, workspace):
+    session = create(api, workspace)
+    for word in ("alpha", "bravo", "charlie"):
+        run_turn(api, session, f"word {word}")
+    wait_for(lambda: found(api, "charlie", kind="user"), what="the last prompt indexed")
+    daemon.kill()
+    path = home / "search.db"
+    with sqlite3.connect(path) as db:  # as if the crash came before the index saw the last turns
+        cut = db.execute("SELECT sequence FROM messages WHERE text = 'word bravo'").fetchone()[0] - 1
+        db.execute("DELETE FROM messages WHERE sequence > ?", (cut,))
+        db.execute("UPDATE sessions SET last_sequence = ?, open_row = NULL, open_key = NULL", (cut,))
+    daemon.start()
+    api = daemon.client(timeout=30)
+    hits = wait_for(lambda: found(api, "word", kind="user"), what="the index caught up")
+    assert sorted(hit["snippet"] for hit in hits) == ["**word** alpha", "**word** bravo", "**word** charlie"]
+    assert len(found(api, "echo", kind="agent")) == 3  # each answer once: nothing indexed twice

@@ -131,6 +131,9 @@ DERIVATION = obj(
 ERROR = obj(["error", "code", "details"], error=STRING, code=enum(ERRORS), details=OBJECT,
             child_session_id=STRING, current_turn_id=STRING)
 
+SEARCH_INDEX = obj(["bytes", "sessions", "messages", "pending_sessions"], bytes=INTEGER, sessions=INTEGER,
+                   messages=INTEGER, pending_sessions=INTEGER)
+
 SCHEMAS = {
     "Error": ERROR,
     "RuntimeSnapshot": RUNTIME_SNAPSHOT,
@@ -217,6 +220,15 @@ SCHEMAS = {
                             stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING),
                             stuck=nullable(STUCK))))),
     "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
+    "SearchIndex": SEARCH_INDEX,
+    "SearchIndexAnswer": wrapped("index", "SearchIndex"),
+    "SearchAnswer": obj(["search"], search=obj(["hits", "page", "index"], index=ref("SearchIndex"), hits=array(obj(
+        ["session_id", "workspace_id", "agent_name", "kind", "message_id", "turn_id", "sequence", "timestamp",
+         "snippet", "score", "archived", "rewound"], session_id=STRING, workspace_id=STRING,
+        agent_name=nullable(STRING), kind=enum(v.SEARCH_KINDS), message_id=nullable(STRING),
+        turn_id=nullable(STRING), sequence=INTEGER, timestamp=TIMESTAMP, snippet=STRING, score=NUMBER,
+        archived=BOOLEAN, rewound=BOOLEAN)),
+        page=obj(["limit", "has_more", "next_cursor"], limit=INTEGER, has_more=BOOLEAN, next_cursor=nullable(STRING)))),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(
         ["draft_text", "target_message_id", "target_turn_id", "archived_from_sequence", "archived_through_sequence",

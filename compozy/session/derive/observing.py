@@ -5,6 +5,7 @@ Layer 4, in derive: the highest session sub-package, so it may wire concerns fro
 """
 
 from compozy.session.lifecycle.children import Children
+from compozy.session.records.indexer import Indexer
 from compozy.session.lifecycle.hooks import Hooks
 from compozy.session.turns.messaging import Messaging
 from compozy.session.turns.titles import Titles
@@ -19,4 +20,5 @@ def observe(manager):
     services.waits.append(messaging.waits)
     return {"hooks": observers.add(Hooks(services)), "messaging": messaging,
             "titles": observers.add(Titles(services, manager._session)),
-            "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces))}
+            "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces)),
+            "search": observers.add(Indexer(services))}
