@@ -310,6 +310,16 @@ OPERATIONS = (
     Operation("POST", "/api/search/reindex", "search.reindex", "reindex_search",
               "Drop the search index and build it again from every session's events (in the background)",
               (Success(202, "SearchIndexAnswer"),), cli=Cli("search")),
+    Operation("GET", "/api/storage", "storage.get", "storage",
+              "Bytes on disk by kind (events, WAL, checkpoints, crash bundles, logs, the search index), workspace and "
+              "session (largest first), the growth of the last 7 days and the disk budget (storage.max_bytes)",
+              (Success(200, "StorageAnswer"),), ("invalid_request",), query=v.STORAGE_QUERY,
+              cli=Cli("storage", flags=_flags("limit"))),
+    Operation("POST", "/api/storage/retention", "storage.retention", "run_retention",
+              "Carry out the [retention] policy now: compact and delete archived sessions past their days, rotate "
+              "logs, remove old crash bundles; dry_run lists what it would do and changes nothing",
+              (Success(200, "RetentionAnswer"),), ("invalid_request",), body=v.RETENTION_FIELDS,
+              cli=Cli("storage", flags=_flags("dry_run"))),
     Operation("GET", S + "/export", "session.export", "export_session",
               "The session as one file, secrets redacted: Markdown for people, a self-contained HTML page, or "
               "JSONL of every stored event (archived ones marked)",

@@ -21,6 +21,7 @@ from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
 from compozy.session.lifecycle.boot import Reconciler
+from compozy.session.lifecycle.retention import Storage
 from compozy.session.lifecycle.stop import Stopper
 from compozy.session.lifecycle.supervision import Supervisor
 from compozy.session.records import reads
@@ -55,7 +56,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, SessionExports, SessionSearch, ToolCalls):
+class SessionManager(AgentViews, SessionReads, SessionExports, SessionSearch, Storage, ToolCalls):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
@@ -76,7 +77,7 @@ class SessionManager(AgentViews, SessionReads, SessionExports, SessionSearch, To
         self.rewinder = Rewinder(self.services, self.binder)
         self.deriver = Deriver(self.services, self.engine, self._session)
         self.observers = observing.observe(self)
-        self.indexer = self.observers["search"]
+        self.indexer, self.keeper = self.observers["search"], self.observers["retention"]
 
     # -- daemon lifecycle ---------------------------------------------------------------
 
@@ -131,7 +132,7 @@ class SessionManager(AgentViews, SessionReads, SessionExports, SessionSearch, To
             attention.append(entry)
         return {"status": {"version": __version__, "accepting": self.services.accepting,
                            "sessions": self.catalog.state_counts(), "live": len(self.live),
-                           "attention": attention}}
+                           "attention": attention, "daemon_attention": [self.keeper.attention] * bool(self.keeper.attention)}}
 
     # -- workspaces ---------------------------------------------------------------------
 

@@ -55,6 +55,10 @@ class Home:
         return self.root / "compozy.db"
 
     @property
+    def storage_history_file(self):
+        return self.root / "storage-history.json"
+
+    @property
     def search_file(self):
         return self.root / "search.db"
 

@@ -301,6 +301,8 @@ HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit
                  "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
 EXPORT_QUERY = {"format": text(choices=("md", "html", "jsonl"))}
+STORAGE_QUERY = {"limit": integer(minimum=1, maximum=10000)}
+RETENTION_FIELDS = {"dry_run": boolean()}
 SEARCH_KINDS = ("user", "agent", "thought", "tool", "permission")
 SEARCH_QUERY = {"q": text(required=True, pattern=NOT_EMPTY, max_length=1000, rule="must be an FTS5 query"),
                 "workspace": LIST_QUERY["workspace"], "agent": text(max_length=64),

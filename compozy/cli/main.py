@@ -108,7 +108,7 @@ def use_profile(name):
 
 def main(argv=None):
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting, finding,  # noqa: F401
-                             history, lifecycle, mcp, page, prompting, session, workspace)
+                             history, lifecycle, mcp, page, prompting, session, storage, workspace)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

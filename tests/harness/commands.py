@@ -7,7 +7,7 @@ from compozy.cli.main import cli
 
 def cli_commands():
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting, finding,  # noqa: F401
-                             history, lifecycle, page, prompting, session, workspace)
+                             history, lifecycle, page, prompting, session, storage, workspace)
     return dict(_walk(cli, ""))
 
 

@@ -7,6 +7,7 @@ Layer 4, in derive: the highest session sub-package, so it may wire concerns fro
 from compozy.session.lifecycle.children import Children
 from compozy.session.records.indexer import Indexer
 from compozy.session.lifecycle.hooks import Hooks
+from compozy.session.lifecycle.retention import Keeper
 from compozy.session.turns.messaging import Messaging
 from compozy.session.turns.titles import Titles
 
@@ -21,4 +22,5 @@ def observe(manager):
     return {"hooks": observers.add(Hooks(services)), "messaging": messaging,
             "titles": observers.add(Titles(services, manager._session)),
             "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces)),
-            "search": observers.add(Indexer(services))}
+            "search": observers.add(Indexer(services)),
+            "retention": observers.add(Keeper(services, manager._session, lambda r: manager.remove_session(r.id)))}
