@@ -80,7 +80,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
         repair.kill_orphans(self.home, self.services.processes)
-        repair.classify_stale(self.store)
+        repair.classify_stale(self.store, self.services.processes)
         repair.settle_control_rows(self.store)
         rewind.finish_interrupted(self.store)
         derivation.settle_interrupted(self.store)
