@@ -7,7 +7,7 @@ import signal
 import pexpect
 import pytest
 
-from tests.harness.cli import cli_json, run_cli, spawn_cli
+from tests.harness.cli import cli_json, on_terminal, run_cli, spawn_cli
 from tests.test_daemon import wait_for
 
 
@@ -127,11 +127,48 @@ def test_attach_busy_modes_and_slash_commands(daemon, workspace):
     child.sendline("/stop")
     child.expect("stopping the session")
     child.expect(r"\[session stopped")
-    assert detach(child) == 0
+    assert attach_ends(child, sid, "user_canceled, stop requested") == 0
     wait_for(lambda: cli_json(daemon.home, "session", "get", sid)["session"]["state"] == "stopped",
              what="the session to stop")
     ends = [e["content"]["stop_reason"] for e in events_of(daemon.home, sid, "done")]
     assert ends == ["cancelled", "end_turn", "cancelled", "end_turn", "cancelled", "end_turn"]
+
+
+def attach_ends(child, sid, why):
+    """The session stopped while attached: attach says why and how to restart it, then exits."""
+    child.expect(re.escape(f"{sid} stopped ({why}): attach ends; a prompt starts it again"))
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
+@pytest.mark.parametrize("stop", [("stop",), ("archive", "--stop")])
+def test_attach_ends_saying_why_when_the_session_is_stopped_or_archived_from_elsewhere(daemon, workspace, stop):
+    sid = create(daemon.home, workspace)
+    child = attach(daemon.home, sid)
+    child.sendline("[hold g1] working")
+    child.expect("holding g1")
+    assert run_cli(daemon.home, "session", *stop, sid).returncode == 0
+    why = "user_canceled, stop requested" if stop == ("stop",) else "user_canceled, stopped to archive"
+    assert attach_ends(child, sid, why) == 0
+
+
+def test_attach_refuses_a_stopped_and_an_archived_session_with_the_pages_codes(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    assert run_cli(daemon.home, "session", "prompt", sid, "hello").returncode == 0
+    assert run_cli(daemon.home, "session", "stop", sid, "--wait").returncode == 0
+    output, status = on_terminal(daemon.home, "session", "attach", sid)
+    assert status == 1 and f"Error: session_not_attachable: session {sid} is stopped: attach requires a live " \
+                           f"session; a prompt starts it again" in output
+    assert "attached to" not in output
+    assert run_cli(daemon.home, "session", "archive", sid).returncode == 0
+    output, status = on_terminal(daemon.home, "session", "attach", sid)
+    assert status == 1 and f"Error: session_archived: session {sid} is archived: attach requires a live session" \
+        in output
+    # A prompt restarts the unarchived session, and it can be attached again.
+    assert run_cli(daemon.home, "session", "unarchive", sid).returncode == 0
+    assert run_cli(daemon.home, "session", "prompt", sid, "again").returncode == 0
+    assert detach(attach(daemon.home, sid)) == 0
 
 
 def test_attach_resumes_by_sequence_after_the_daemon_restarts(daemon, workspace):
