@@ -11,9 +11,9 @@ from tests.harness.daemon import ENTRY, ROOT, test_environment
 CLI_TIMEOUT = 60
 
 
-def run_cli(home, *args, extra_env=None, input_text=None, timeout=CLI_TIMEOUT):
+def run_cli(home, *args, extra_env=None, input_text=None, timeout=CLI_TIMEOUT, cwd=ROOT):
     """`python3 compozy.py ARGS` with COMPOZY_HOME=home, stdout and stderr captured (not a terminal)."""
-    return subprocess.run([sys.executable, ENTRY, *args], cwd=ROOT, env=test_environment(home, extra_env),
+    return subprocess.run([sys.executable, ENTRY, *args], cwd=cwd, env=test_environment(home, extra_env),
                           input=input_text, capture_output=True, text=True, timeout=timeout)
 
 

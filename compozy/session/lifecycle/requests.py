@@ -48,7 +48,7 @@ def archive(stopper, session, stop_first):
     if session.state != SessionState.STOPPED:
         if not stop_first:
             raise CompozyError("session_not_stopped", "only a stopped session is archived; pass stop=true "
-                               "to stop it first", state=session.state)
+                               "(the native tool's stop: true) to stop it first", state=session.state)
         stop_for(stopper, session, StopCause.ARCHIVE, "session_archive_stop_failed")
     with session.lock:
         if session.state != SessionState.STOPPED:
