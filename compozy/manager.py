@@ -58,7 +58,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
         self.home = home.ensure()
         self.catalog = Catalog(home.catalog_file)
-        self.store = SessionStore(home, self.catalog, EventLogPool(home))
+        self.store = SessionStore(home, self.catalog, EventLogPool(home), agent_defaults=self._agent_defaults)
         self.workspaces = Workspaces(self.catalog, home.root)
         self.live = {}
         self._live_lock = threading.Lock()
@@ -356,12 +356,14 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
     def _list_row_text(self, session_id, text, rendered):
         live = self.live.get(session_id)
         if live is not None:
-            return serialize.encode(serialize.session_resource(live.record, live.overlay(),
-                                                               live.log.max_active_sequence()))
-        if rendered:
+            return serialize.encode(serialize.session_resource(live.record, live.overlay(), live.log.max_active_sequence(),
+                                                               self._agent_defaults(live.record.agent_name)))
+        if rendered and '"display":' in text:
             return text
-        record = SessionRecord.from_dict(json.loads(text))  # a row indexed before rendered reads were stored
-        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0)))
+        # A row indexed before rendered reads were stored, or rendered before rows showed runtime.display.
+        record = self.store.get(session_id) if rendered else SessionRecord.from_dict(json.loads(text))
+        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0),
+                                                           self._agent_defaults(record.agent_name)))
 
     def _resource(self, record, precise=False):
         live = self.live.get(record.id)
@@ -369,7 +371,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
             max_sequence = (live.log if live else self.store.events(record)).max_active_sequence()
         else:
             max_sequence = (record.fences or {}).get("max_sequence", 0)
-        return serialize.session_resource(record, live.overlay() if live else None, max_sequence)
+        return serialize.session_resource(record, live.overlay() if live else None, max_sequence,
+                                          self._agent_defaults(record.agent_name))
+
+    def _agent_defaults(self, agent_name):
+        agent = self.services.config.agents.get(agent_name)
+        return agent.defaults() if agent is not None else None
 
     def _catalog_changed(self, change, record):
         catalog_changed(self.services.catalog_feed, change, record)

@@ -222,3 +222,13 @@ def on_terminal_answering(home, answer, *args):
     child.expect(pexpect.EOF)
     child.close()
     return child.logfile_read.getvalue().replace("\r\n", "\n"), child.exitstatus
+
+
+def test_list_rows_show_the_runtime_the_page_names(daemon, workspace):
+    """The RUNTIME column: runtime.display (agent defaults here, then what ran), then the runtime's status."""
+    (daemon.home / "config.toml").write_text('[agents.general]\nprovider = "reference"\nmodel = "echo-2"\n')
+    assert run_cli(daemon.home, "daemon", "reload").returncode == 0
+    sid = new_session(daemon.home, workspace)
+    assert "reference echo-2 (unbound)" in run_cli(daemon.home, "session", "list").stdout
+    assert run_cli(daemon.home, "session", "prompt", sid, "hi").returncode == 0
+    assert "reference echo-2 medium normal (ready)" in run_cli(daemon.home, "session", "list").stdout

@@ -81,7 +81,15 @@ SESSION_HEADERS = ("ID", "STATE", "AGENT", "RUNTIME", "NAME")
 def session_row(session):
     runtime = session.get("runtime") or {}
     state = session["state"] + (f" ({session['attention']})" if session.get("attention") else "")  # needs attention
-    return session["id"], state, session["agent_name"], runtime.get("status", "-"), session.get("name") or "-"
+    return session["id"], state, session["agent_name"], runtime_cell(runtime), session.get("name") or "-"
+
+
+def runtime_cell(runtime):
+    """The runtime a list row shows (runtime.display: effective, else last known, else the selection or the
+    agent's defaults), then the runtime's status: `reference echo-1 (ready)`."""
+    display = runtime.get("display") or {}
+    named = " ".join(str(display[k]) for k in ("provider", "model", "reasoning_effort", "speed") if display.get(k))
+    return f"{named or '-'} ({runtime.get('status', '-')})"
 
 
 def session_table(sessions, quiet=False):

@@ -71,7 +71,9 @@ RUNTIME = obj(["status", "transition", "generation", "selected", "selection_revi
               status=enum(RuntimeStatus), transition=enum(RuntimeTransition), generation=INTEGER,
               selected=nullable(RUNTIME_SNAPSHOT), selection_revision=INTEGER, effective=OBJECT, last_known=OBJECT,
               acp_session_id=STRING, recovery=OBJECT, acp_caps=OBJECT,
-              process=obj(["pid"], pid=INTEGER, start_time=nullable(INTEGER)))
+              process=obj(["pid"], pid=INTEGER, start_time=nullable(INTEGER)),
+              display=obj(["source"], source=enum(("effective", "last_known", "selected", "agent_defaults")),
+                          provider=STRING, model=STRING, reasoning_effort=STRING, speed=STRING))
 LINEAGE = obj(["kind", "parent_session_id", "root_session_id", "spawn_depth"],
               kind=enum(LineageKind), parent_session_id=nullable(STRING), root_session_id=nullable(STRING),
               spawn_depth=INTEGER, spawn_role=STRING, origin_agent_name=STRING, origin_message_id=STRING)
