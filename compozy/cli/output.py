@@ -155,5 +155,10 @@ def derivation_lines(derivation):
     seed = derivation["seed"] + (f" ({derivation['native_state']})" if derivation.get("native_state") else "")
     if derivation.get("native_fork_error"):
         seed += f" (the agent's clone failed: {derivation['native_fork_error']})"
-    return [f"Origin        {origin}", f"Context       {context_line(derivation)}", f"Seed          {seed}",
-            f"First prompt  {derivation['first_prompt']}"]
+    lines = [f"Origin        {origin}", f"Context       {context_line(derivation)}", f"Seed          {seed}",
+             f"First prompt  {derivation['first_prompt']}"]
+    if derivation.get("route"):
+        lines.append(f"Route         {derivation['route']} (the agent's fallback_chain)")
+    if derivation.get("route_warning"):
+        lines.append(f"Warning       {derivation['route_warning']}")
+    return lines
