@@ -270,6 +270,11 @@ OPERATIONS = (
                                                 "session_stop_in_progress", "session_turn_in_progress"),
               body=v.REWIND_FIELDS,
               cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", *v.FENCE_NAMES))),
+    Operation("POST", S + "/clear", "session.clear", "clear_conversation",
+              "Archive the whole active transcript and discard a carried context; the next prompt starts a fresh "
+              "ACP context (same session)", (Success(200, "ClearAnswer"),),
+              (*SESSION, *DERIVABLE, *IDENTITY, "session_stop_in_progress", "session_turn_in_progress"),
+              body=v.CLEAR_FIELDS, cli=_session_cli("session clear", flags=_flags("idempotency_key", *v.FENCE_NAMES))),
     Operation("POST", S + "/continue", "session.continue", "continue_session",
               "Continue with another agent in a new session that carries this conversation; the source is untouched",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT), body=v.CONTINUE_FIELDS,

@@ -17,6 +17,7 @@ from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
+from compozy.session.derive.clear import Clearer
 from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
@@ -71,6 +72,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         self.supervisor = Supervisor(self.services, self.engine, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
         self.rewinder = Rewinder(self.services, self.binder)
+        self.clearer = Clearer(self.rewinder)
         self.deriver = Deriver(self.services, self.engine, self._session)
         self.observers = observing.observe(self)
 
@@ -316,6 +318,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         session = self._session(session_id, workspace)
         result = self.rewinder.rewind(session, body)
         return {"session": self._resource(session.record, precise=True), "rewind": result}
+
+    def clear_conversation(self, session_id, workspace, body):
+        """Archive the whole active transcript and discard a carried context: the next prompt starts fresh."""
+        session = self._session(session_id, workspace)
+        result = self.clearer.clear(session, body)
+        return {"session": self._resource(session.record, precise=True), "clear": result}
 
     def continue_session(self, session_id, workspace, body):
         """A new session carrying this one's conversation to another agent; the source is untouched."""

@@ -202,6 +202,12 @@ SCHEMAS = {
         archived_from_sequence=INTEGER, archived_through_sequence=INTEGER, archived_event_count=INTEGER,
         transcript_epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER, idempotency_key=STRING, note=STRING,
         replayed=BOOLEAN)),
+    "ClearAnswer": obj(["session", "clear"], session=ref("Session"), clear=obj(
+        ["archived_from_sequence", "archived_through_sequence", "archived_event_count", "carried_context_discarded",
+         "transcript_epoch", "generation", "max_sequence", "idempotency_key", "note", "replayed"],
+        archived_from_sequence=INTEGER, archived_through_sequence=INTEGER, archived_event_count=INTEGER,
+        carried_context_discarded=BOOLEAN, transcript_epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER,
+        idempotency_key=STRING, note=STRING, replayed=BOOLEAN)),
     "Derivation": DERIVATION,
     "DerivationAnswer": obj(["session", "derivation", "replayed"], session={"anyOf": [ref("Session"), NULL]},
                             derivation=ref("Derivation"), replayed=BOOLEAN, child_deleted=BOOLEAN),
