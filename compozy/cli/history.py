@@ -109,8 +109,8 @@ def history(obj, output, every, **query):
 
 def _messages_text(document):
     """Each message under its role and ID: user messages' IDs are what rewind and fork take."""
-    return "\n\n".join(f"[{m['role']} {m['message_id']}] {m['text']}" for m in document["messages"]) \
-        or "no messages"
+    return "\n\n".join(f"[{m['role']} {'carried from the source' if m.get('carried') else m['message_id']}] "
+                       f"{m['text']}" for m in document["messages"]) or "no messages"
 
 
 def _every_page(obj, query, document):

@@ -177,9 +177,11 @@ SCHEMAS = {
     "EventList": obj(["events"], events=array(ref("Event"))),
     "History": obj(["messages", "page"], messages=array(obj(
         ["message_id", "turn_id", "role", "text", "timestamp"], message_id=nullable(STRING),
-        turn_id=nullable(STRING), role=enum(("user", "assistant", "tool")), text=STRING, timestamp=TIMESTAMP)),
+        turn_id=nullable(STRING), role=enum(("user", "assistant", "tool")), text=STRING, timestamp=TIMESTAMP,
+        carried=BOOLEAN)),
         page=obj(["has_more", "before_sequence", "has_newer", "after_sequence"], has_more=BOOLEAN,
-                 before_sequence=nullable(INTEGER), has_newer=BOOLEAN, after_sequence=nullable(INTEGER))),
+                 before_sequence=nullable(INTEGER), has_newer=BOOLEAN, after_sequence=nullable(INTEGER),
+                 carried_count=INTEGER)),
     "DaemonHealth": obj(["status", "version"], status=enum(("ok",)), version=STRING),
     "LoginAnswer": wrapped("login", "Login"),
     "Login": obj(["url", "expires_at"], url=STRING, expires_at=STRING),
