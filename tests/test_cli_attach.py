@@ -7,7 +7,7 @@ import signal
 import pexpect
 import pytest
 
-from tests.harness.cli import cli_json, on_terminal, run_cli, spawn_cli
+from tests.harness.cli import cli_json, interrupt, on_terminal, run_cli, spawn_cli
 from tests.test_daemon import wait_for
 
 
@@ -198,9 +198,7 @@ def test_events_follow_prints_new_events_across_a_restart_until_interrupted(daem
     child.expect(r"\[reconnected", timeout=120)
     assert run_cli(daemon.home, "session", "prompt", sid, "three").returncode == 0
     child.expect(r"user_message\s+three")
-    child.sendintr()
-    child.expect(pexpect.EOF)
-    child.close()
+    interrupt(child)
     assert child.exitstatus == 130 or child.signalstatus == signal.SIGINT
     lines = re.findall(r"user_message\s+(\w+)", child.logfile_read.getvalue())
     assert lines == ["one", "two", "three"]
@@ -211,18 +209,16 @@ def test_events_follow_json_prints_one_record_a_line(daemon, workspace):
     child = spawn_cli(daemon.home, "session", "events", sid, "--follow", "-o", "json")
     assert run_cli(daemon.home, "session", "prompt", sid, "hi").returncode == 0
     child.expect(r'\{"id":"evt_\w+","session_id":"' + sid + r'".*"type":"done"')
-    child.sendintr()
-    child.expect(pexpect.EOF)
+    interrupt(child)
+    assert child.exitstatus == 130 or child.signalstatus == signal.SIGINT
 
 
 def interrupt_a_held_prompt(home, *arguments, says):
     """Ctrl-C `compozy session prompt` while its turn waits at gate g1: the CLI says `says` and exits 130."""
     child = spawn_cli(home, "session", "prompt", *arguments)
     child.expect("holding g1")
-    child.sendintr()
-    child.expect(says)
-    child.expect(pexpect.EOF)
-    child.close()
+    interrupt(child)
+    assert re.search(says, child.before), child.before
     assert child.exitstatus == 130
 
 
