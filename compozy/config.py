@@ -10,14 +10,11 @@ import stat
 import tomllib
 from dataclasses import dataclass, field
 
+from compozy.config_problems import ConfigError, Problems, as_list, named_tables
 from compozy.errors import CompozyError
 from compozy.launch_aliases import parse_launch_aliases
 from compozy.location import self_command
 from compozy.states import BusyMode, PermissionMode
-
-
-class ConfigError(Exception):
-    """config.toml is unreadable or invalid; the message names the file, the key and the problem."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +58,8 @@ SETTINGS = (
             "an explicit budget for one prompt turn; \"0\" means none"),
     Setting("session.supervision.progress_notify_interval", "10m", "duration",
             "how often a running turn records a runtime_progress event; \"0\" disables"),
+    Setting("session.supervision.first_output_after", "20s", "duration",
+            "a prompt's wait for its first output before a no_output runtime_warning (doubling); \"0\" disables"),
     Setting("session.stop.cooperative_grace", "10s", "duration",
             "how long the stop ladder waits after asking the agent to cancel and closing stdin before signals"),
     Setting("session.derive.max_replay_bytes", 131072, "int",
@@ -69,6 +68,9 @@ SETTINGS = (
             "cap on each message body inside a bounded replay", minimum=1024),
     Setting("session.messaging.reply_watch_ttl", "24h", "duration",
             "how long a notify_on_complete watch keeps a sender alive"),
+    Setting("session.tools.max_concurrent_calls", 4, "int",
+            "native tool calls one session's agent may have in flight (running, held for approval or waiting "
+            "on a turn); one more is refused with tool_call_limit_reached", minimum=1),
     Setting("roles.auto_title.enabled", False, "bool", "run one bounded title pass after the first answer"),
     Setting("roles.auto_title.agent", "general", "str", "the agent that writes titles"),
     Setting("roles.auto_title.provider", "", "str", "the title pass's provider (\"\": the agent's)"),
@@ -86,7 +88,6 @@ SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 RUNTIME_FIELDS = ("model", "reasoning_effort", "speed")
 
 
@@ -112,6 +113,7 @@ class Provider:
     env: dict = field(default_factory=dict)
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT  # seconds for initialize (a first `npx -y` downloads)
     launch_aliases: tuple = ()  # LaunchAlias entries (compozy.launch_aliases)
+    auth_method: str | None = None  # an ACP auth method id, authenticated before the first session is opened
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,7 @@ def _check_owner_only(info, path):
 
 
 def from_document(document, path="config.toml"):
-    problems = _Problems(path)
+    problems = Problems(path)
     document = dict(document)
     providers = _load_providers(document.pop("providers", {}), problems)
     agents = _load_agents(document.pop("agents", {}), problems)
@@ -220,7 +222,7 @@ def from_document(document, path="config.toml"):
     values = {}
     _flatten(document, "", values, problems)
     title_chain = tuple(r for r in (_route(entry, f"{TITLE_CHAIN}[{i + 1}]", problems) for i, entry in
-                                    enumerate(_as_list(values.pop(TITLE_CHAIN, []), TITLE_CHAIN, problems))) if r)
+                                    enumerate(as_list(values.pop(TITLE_CHAIN, []), TITLE_CHAIN, problems))) if r)
     for name, raw in values.items():
         _check_setting(name, raw, problems)
     all_providers = {**builtin_providers(), **providers}
@@ -249,7 +251,7 @@ def _check_title_role(values, chain, providers, agents, problems):
 
 def _load_hooks(entries, problems):
     hooks = []
-    for i, entry in enumerate(_as_list(entries, "hooks", problems)):
+    for i, entry in enumerate(as_list(entries, "hooks", problems)):
         key = f"hooks[{i + 1}]"
         if not isinstance(entry, dict):
             problems.add(key, "expected a table with event, command and timeout")
@@ -273,18 +275,6 @@ def _load_hooks(entries, problems):
         if event in HOOK_EVENTS and isinstance(command, list):
             hooks.append(Hook(event, tuple(command), timeout))
     return hooks
-
-
-class _Problems:
-    def __init__(self, path):
-        self.path, self.items = path, []
-
-    def add(self, key, problem):
-        self.items.append(f"{self.path}: {key}: {problem}")
-
-    def raise_if_any(self):
-        if self.items:
-            raise ConfigError("\n".join(self.items))
 
 
 def _flatten(table, prefix, out, problems):
@@ -325,8 +315,8 @@ def _check_value(setting, raw):
 
 def _load_providers(table, problems):
     providers = {}
-    for name, spec in _named_tables(table, "providers", problems):
-        unknown = set(spec) - {"command", "env", "handshake_timeout", "launch_aliases"}
+    for name, spec in named_tables(table, "providers", problems):
+        unknown = set(spec) - {"command", "env", "handshake_timeout", "launch_aliases", "auth_method"}
         for key in sorted(unknown):
             problems.add(f"providers.{name}.{key}", "unknown key")
         command = spec.get("command")
@@ -345,13 +335,17 @@ def _load_providers(table, problems):
             problems.add(f"providers.{name}.handshake_timeout", str(exc))
             continue
         aliases = parse_launch_aliases(spec.get("launch_aliases", []), f"providers.{name}.launch_aliases", problems)
-        providers[name] = Provider(name, tuple(command), dict(env), handshake, aliases)
+        auth_method = spec.get("auth_method")
+        if auth_method is not None and not (isinstance(auth_method, str) and auth_method.strip()):
+            problems.add(f"providers.{name}.auth_method", "expected the id of one of the agent's authMethods")
+            continue
+        providers[name] = Provider(name, tuple(command), dict(env), handshake, aliases, auth_method)
     return providers
 
 
 def _load_agents(table, problems):
     agents = {}
-    for name, spec in _named_tables(table, "agents", problems):
+    for name, spec in named_tables(table, "agents", problems):
         key = f"agents.{name}"
         for unknown in sorted(set(spec) - {"provider", "fallback_chain", *RUNTIME_FIELDS}):
             problems.add(f"{key}.{unknown}", "unknown key")
@@ -359,7 +353,7 @@ def _load_agents(table, problems):
             problems.add(f"{key}.provider", "expected a provider name")
             continue
         chain = [_route(entry, f"{key}.fallback_chain[{i + 1}]", problems)
-                 for i, entry in enumerate(_as_list(spec.get("fallback_chain", []), f"{key}.fallback_chain", problems))]
+                 for i, entry in enumerate(as_list(spec.get("fallback_chain", []), f"{key}.fallback_chain", problems))]
         fields = {f: spec.get(f) for f in RUNTIME_FIELDS}
         for f, value in fields.items():
             if value is not None and not isinstance(value, str):
@@ -375,25 +369,3 @@ def _route(entry, key, problems):
     for unknown in sorted(set(entry) - {"provider", *RUNTIME_FIELDS}):
         problems.add(f"{key}.{unknown}", "unknown key")
     return Route(entry["provider"], *(entry.get(f) for f in RUNTIME_FIELDS))
-
-
-def _as_list(value, key, problems):
-    if not isinstance(value, list):
-        problems.add(key, "expected a list")
-        return []
-    return value
-
-
-def _named_tables(table, section, problems):
-    if not isinstance(table, dict):
-        problems.add(section, "expected a table")
-        return []
-    result = []
-    for name, spec in table.items():
-        if not _NAME.match(name):
-            problems.add(f"{section}.{name}", "names use letters, digits, _ and - (at most 64)")
-        elif not isinstance(spec, dict):
-            problems.add(f"{section}.{name}", "expected a table")
-        else:
-            result.append((name, spec))
-    return result

@@ -24,7 +24,8 @@ ERRORS = {
     "origin_not_allowed": ErrorKind(403, "the Origin header is not the daemon's own origin"),
     "session_is_caller": ErrorKind(403, "a native tool may not aim this at the calling session itself"),
     "tool_call_rejected": ErrorKind(403, "the permission mode or a person rejected the native tool call"),
-    "spawn_depth_exceeded": ErrorKind(403, "only a user session spawns governed children (depth at most 1)"),
+    "spawn_depth_exceeded": ErrorKind(403, "a governed session creates no sessions, and agents create them at "
+                                           "most 3 levels below their root"),
     # 404
     "endpoint_not_found": ErrorKind(404, "no route matches this method and path"),
     "workspace_not_found": ErrorKind(404, "no workspace with that name or ID"),
@@ -61,6 +62,8 @@ ERRORS = {
     "spawn_limit_reached": ErrorKind(409, "the parent already has 5 live spawned children"),
     "permission_option_unavailable": ErrorKind(409, "the agent offered no option of that decision's kind"),
     "permission_option_not_offered": ErrorKind(409, "option_id names none of the options the agent offered"),
+    "session_expired": ErrorKind(409, "a governed child's TTL has passed; it does not run again"),
+    "session_tree_limit_reached": ErrorKind(409, "the root's tree already holds 20 sessions created below it"),
     # 413
     "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
     "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),
@@ -71,6 +74,9 @@ ERRORS = {
     "provider_auth_failure": ErrorKind(422, "the provider requires authentication"),
     "provider_unavailable": ErrorKind(422, "the provider process could not be started or did not speak ACP"),
     "runtime_option_unsupported": ErrorKind(422, "the provider does not accept that runtime option or value"),
+    # 429
+    "tool_call_limit_reached": ErrorKind(429, "the calling session has session.tools.max_concurrent_calls native "
+                                              "tool calls in flight"),
     # 500
     "internal_error": ErrorKind(500, "an unexpected error; the daemon log has the details"),
     # 502

@@ -39,6 +39,7 @@ from compozy.session.records.workspaces import Workspaces
 from compozy.session.turns.binding import Binder
 from compozy.session.turns.engine import TurnEngine
 from compozy.session.turns.identity import Identities
+from compozy.session.turns.inspection import agent_evidence
 from compozy.session.turns import titles
 from compozy.session.turns.tool_calls import ToolCalls
 from compozy.session.turns.choices import outcome
@@ -176,8 +177,9 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
     def inspect_session(self, session_id, workspace=None):
         """Everything a person debugging needs: the resource, files, process, queue, requests, tail."""
         record = self._record(session_id, workspace)
-        return reads.inspection(self.home, self.catalog, self.store.events(record), record,
-                                self._resource(record, precise=True))
+        log = self.store.events(record)
+        document = reads.inspection(self.home, self.catalog, log, record, self._resource(record, precise=True))
+        return {**document, **agent_evidence(self.live.get(record.id), record, log)}
 
     def list_sessions(self, query=None, encoded=False):
         """Catalog page, newest first, with the interface's filters and keyset cursor.
@@ -292,11 +294,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
             document = {"session": self._resource(session.record, precise=True)}
         return serialize.Answer(kind, document)
 
-    def archive_session(self, session_id, workspace, query=None):
-        """Leave the default catalog (stopping first when the query says stop=true)."""
+    def archive_session(self, session_id, workspace, query=None, caller_id=None):
+        """Leave the default catalog (stopping first when the query says stop=true; a daemon-managed session is
+        stopped only by its parent's agent, caller_id, as with stop)."""
         session = self._session(session_id, workspace)
         stop = bool(v.query_bool((query or {}).get("stop"), "stop"))
-        return {"session": self._resource(lifecycle.archive(self.stopper, session, stop), precise=True)}
+        return {"session": self._resource(lifecycle.archive(self.stopper, session, stop, caller_id), precise=True)}
 
     def unarchive_session(self, session_id, workspace):
         """Return to the default catalog; the session stays stopped."""
@@ -325,15 +328,16 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         result = self.clearer.clear(session, body)
         return {"session": self._resource(session.record, precise=True), "clear": result}
 
-    def continue_session(self, session_id, workspace, body):
-        """A new session carrying this one's conversation to another agent; the source is untouched."""
+    def continue_session(self, session_id, workspace, body, creator=None):
+        """A new session carrying this one's conversation to another agent; the source is untouched.
+        creator: the record of the agent's session that asks (the native tool), held to the agents' limits."""
         request = continue_request(session_id, self.workspaces.resolve(workspace)["id"], body)
-        return self.deriver.derive(request).answer(partial(self._resource, precise=True))
+        return self.deriver.derive(request, creator).answer(partial(self._resource, precise=True))
 
-    def fork_session(self, session_id, workspace, body):
+    def fork_session(self, session_id, workspace, body, creator=None):
         """A new session of the same agent and runtime carrying this conversation (or a prefix of it)."""
         request = fork_request(session_id, self.workspaces.resolve(workspace)["id"], body)
-        return self.deriver.derive(request).answer(partial(self._resource, precise=True))
+        return self.deriver.derive(request, creator).answer(partial(self._resource, precise=True))
 
     def derive_preview(self, session_id, workspace, query=None):
         """What a continue or fork would carry right now, at which fences; it never writes."""

@@ -1,12 +1,14 @@
 """Redaction: secret values never reach logs, crash bundles, failure summaries or reads.
 
-Layer 1: stdlib only. A secret is the value of an environment variable whose name contains
-KEY, TOKEN, SECRET or PASSWORD (case-insensitive), plus anything shaped like a credential.
+Layer 1: the stdlib and compozy.text. A secret is the value of an environment variable whose name
+contains KEY, TOKEN, SECRET or PASSWORD (case-insensitive), plus anything shaped like a credential.
 """
 
 import os
 import re
 from json.encoder import encode_basestring_ascii as _quote
+
+from compozy.text import map_document
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 REPLACEMENT = "[redacted]"
@@ -40,6 +42,11 @@ def without_daemon_secrets(env):
     return {name: value for name, value in env.items() if not is_daemon_secret(name)}
 
 
+def without_secrets(env):
+    """env without any secret-named variable: for a child that needs none of them (a hook)."""
+    return {name: value for name, value in env.items() if not is_secret_name(name)}
+
+
 _daemon_values = None
 
 
@@ -54,19 +61,19 @@ def known_secret_values(*environments):
 
 def redact_values(value, secrets):
     """value (a string, or a JSON document of them) with every occurrence of the given secret
-    values replaced; exact values only, so ordinary text that merely looks like an assignment stays."""
+    values replaced; exact values only, so ordinary text that merely looks like an assignment stays.
+    A document is walked without recursion, however deep an agent nested it."""
     if not secrets:
         return value
-    if isinstance(value, str):
-        for secret in sorted(secrets, key=len, reverse=True):
-            if secret in value:
-                value = value.replace(secret, REPLACEMENT)
-        return value
-    if isinstance(value, dict):
-        return {key: redact_values(item, secrets) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact_values(item, secrets) for item in value]
-    return value
+    ordered = sorted(secrets, key=len, reverse=True)
+
+    def scrub(item):
+        if isinstance(item, str):
+            for secret in ordered:
+                if secret in item:
+                    item = item.replace(secret, REPLACEMENT)
+        return item
+    return scrub(value) if isinstance(value, str) else map_document(value, scrub)
 
 
 class EncodedRedaction:

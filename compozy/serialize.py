@@ -70,6 +70,8 @@ def _runtime(stored, live, agent_defaults=None):
             runtime[name] = getattr(stored, name)
     if stored.process:
         runtime["process"] = {k: stored.process.get(k) for k in ("pid", "start_time")}
+    if stored.commands:
+        runtime["available_commands"] = stored.commands
     if live:
         runtime.update(live)
     runtime["display"] = runtime_display(runtime, agent_defaults)

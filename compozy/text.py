@@ -32,6 +32,19 @@ def multi_line(text):
     return _UNSAFE_KEEP_LINES.sub(_escape, str(text))
 
 
+# CSI (colours, cursor moves), OSC (titles, clipboard, links; ended by BEL or ST) and the other two-byte escapes.
+_ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+                              r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC
+                              r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+
+
+def terminal_output(text):
+    """What a program wrote for a terminal (an agent's stderr) as plain lines: escape sequences removed,
+    carriage returns (progress bars) turned into line breaks, every other control escaped."""
+    text = _ESCAPE_SEQUENCE.sub("", str(text)).replace("\r\n", "\n").replace("\r", "\n")
+    return multi_line(text)
+
+
 def has_bidi_control(text):
     return any(char in BIDI_CONTROLS for char in text)
 
@@ -64,3 +77,34 @@ def _compact_encoder():
 
 
 compact_json = _compact_encoder()  # document as compact JSON, non-ASCII escaped (event rows, stream frames)
+
+MAX_CONTENT_DEPTH = 64  # nesting an event's content keeps; real updates nest a dozen levels at most
+DEPTH_MARKER = "[nested too deep]"
+
+
+def map_document(value, leaf=None, max_depth=None):
+    """A copy of a JSON document with leaf() applied to every value that is neither a dict nor a list,
+    and every container more than max_depth levels down replaced by DEPTH_MARKER. Iterative: a document
+    an agent nested thousands of levels deep is walked like any other, never through recursion."""
+    def copied(node, depth):
+        if isinstance(node, dict) or isinstance(node, list):
+            return DEPTH_MARKER if max_depth is not None and depth > max_depth else type(node)()
+        return leaf(node) if leaf is not None else node
+    root = copied(value, 0)
+    pending = [(value, root, 0)] if root is not DEPTH_MARKER and isinstance(root, (dict, list)) else []
+    while pending:
+        source, target, depth = pending.pop()
+        for key, child in (source.items() if isinstance(source, dict) else enumerate(source)):
+            copy = copied(child, depth + 1)
+            if isinstance(target, dict):
+                target[key] = copy
+            else:
+                target.append(copy)
+            if isinstance(copy, (dict, list)):
+                pending.append((child, copy, depth + 1))
+    return root
+
+
+def may_nest_deeper(text, max_depth=MAX_CONTENT_DEPTH):
+    """Whether a document's JSON text could nest more than max_depth levels (it has that many brackets)."""
+    return text.count("[") + text.count("{") > max_depth

@@ -4,10 +4,17 @@ with a live child keeps it. The tool path itself (caps, depth, parent stop, TTL)
 
 import time
 
+import pytest
+
+from compozy.acp.refusal import BindFailure
+from compozy.clock import epoch_from_iso
 from compozy.config import from_document
+from compozy.errors import CompozyError
+from compozy.ids import new_id
 from compozy.manager import SessionManager
 from compozy.paths import Home
 from compozy.session.turns.identity import Caller
+from compozy.session.turns.turn import Turn
 
 
 def manager_on(home):
@@ -60,3 +67,29 @@ def test_boot_reaps_the_children_of_a_parent_the_shutdown_stopped(home, workspac
         assert reaped["stop_reason"] == "owner_released"
     finally:
         manager.shutdown()
+
+
+def test_a_child_past_its_ttl_is_never_admitted_nor_bound_even_before_it_is_reaped(home, workspace):
+    """The reaper may be late (a timer, a daemon that was down): the TTL itself is checked at every admission
+    and every bind, so an expired child never starts an agent again."""
+    manager = manager_on(home)
+    try:
+        parent = manager.create_session({"workspace_path": str(workspace)})["session"]
+        child = spawn(manager, parent["id"], "1s")
+        manager.observers["children"].closing()  # no reaper: only the checks stand in the way
+        expires = epoch_from_iso(child["spawn"]["expires_at"])
+        while time.time() <= expires:
+            time.sleep(0.05)
+        with pytest.raises(CompozyError) as refused:
+            manager.prompt(child["id"], None, {"message": "still there?"})
+        session = manager._session(child["id"])
+        turn = Turn(new_id("turn"), "direct", new_id("msg"), new_id("idem"), {}, clock=manager.services.clock)
+        with pytest.raises(BindFailure) as unbound:
+            manager.binder.bind(session, turn)
+        after = manager.get_session(child["id"])["session"]
+    finally:
+        manager.shutdown()
+    assert (refused.value.code, refused.value.details["session_id"]) == ("session_expired", child["id"])
+    assert unbound.value.error.code == "session_expired"
+    assert (after["state"], after["runtime"]["status"]) == ("active", "unbound")  # the refusals changed nothing
+    assert session.runtime is None and session.candidate is None

@@ -197,7 +197,8 @@ def _cli(home, *argv):
 
 def test_the_cli_prints_the_seed_s_blocks_and_the_key_to_rerun_with(home, workspace):
     (home / "config.toml").write_text(f'[providers.locked]\ncommand = {json.dumps(ALT["command"])}\n'
-                                      'env = {COMPOZY_REFERENCE_REQUIRE_AUTH = "1"}\n\n'
+                                      'env = {COMPOZY_REFERENCE_REQUIRE_AUTH = "1", '
+                                      'COMPOZY_REFERENCE_AUTH_REFUSE = "1"}\n\n'
                                       '[agents.locked]\nprovider = "locked"\n')
     daemon = harness.DaemonProcess(home).start()
     try:

@@ -30,7 +30,7 @@ def _turn(manager, session, body):
 
 
 def test_a_restart_refused_for_authentication_records_provider_auth_failure(home, workspace):
-    manager = _manager(home, {"locked": {"COMPOZY_REFERENCE_REQUIRE_AUTH": "1"}})
+    manager = _manager(home, {"locked": {"COMPOZY_REFERENCE_REQUIRE_AUTH": "1", "COMPOZY_REFERENCE_AUTH_REFUSE": "1"}})
     try:
         session = manager.create_session({"workspace_path": str(workspace)})["session"]
         _turn(manager, session, {"message": "first"})

@@ -80,3 +80,32 @@ def test_shutdown_ends_a_hook_still_running(home, workspace):
         assert found[0]["exit_code"] == -9 and time.monotonic() - started < 30
     finally:
         manager.shutdown()
+
+
+def test_a_hook_gets_no_secret_of_the_daemons_and_inspect_shows_none_it_printed(home, workspace, monkeypatch):
+    """Hooks run in the agents' workspace: they get the daemon's environment without its token or any other
+    secret-named variable, and what they print (or their command holds) is redacted before it is kept."""
+    monkeypatch.setenv("COMPOZY_TOKEN", "daemon-token-0123456789")
+    monkeypatch.setenv("EXAMPLE_API_KEY", "apikey-0123456789")
+    printed = "apikey-0123456789 daemon-token-0123456789 providerkey-123456789 PASSWORD=hunter2-hunter2"
+    manager = SessionManager(Home(home), from_document({
+        "providers": {"reference": {"command": ["python3", "-m", "compozy.agents.reference"],
+                                    "env": {"REFERENCE_API_KEY": "providerkey-123456789"}}},
+        "hooks": [{"event": "session.post_create", "timeout": "10s",
+                   "command": f"cat >/dev/null; env | cut -d= -f1; echo '{printed}'"},
+                  {"event": "session.post_create", "timeout": "10s",
+                   "command": ["sh", "-c", "cat >/dev/null", "Authorization: Bearer sk-live-0123456789"]}]})).start()
+    try:
+        session_id = manager.create_session({"workspace_path": str(workspace)})["session"]["id"]
+        found = runs(manager, session_id, 2)
+    finally:
+        manager.shutdown()
+    shown = json.dumps(found)
+    printing = next(run for run in found if "cut" in " ".join(run["command"]))
+    names = printing["output"].splitlines()[:-1]
+    assert "COMPOZY_HOOK_EVENT" in names and "PATH" in names
+    assert "COMPOZY_TOKEN" not in names and "EXAMPLE_API_KEY" not in names
+    for secret in ("apikey-0123456789", "daemon-token-0123456789", "providerkey-123456789", "hunter2",
+                   "sk-live-0123456789"):
+        assert secret not in shown
+    assert printing["output"].splitlines()[-1] == "[redacted] [redacted] [redacted] PASSWORD=[redacted]"

@@ -54,6 +54,8 @@ CLI_TESTED_ELSEWHERE = {
     "daemon reload": "tests/test_cli_agents.py reloads a running daemon by the command and by SIGHUP",
     "mcp relay": "spec/tools/tools-stdio-relay.yaml has the agent launch it; tests/test_tool_server.py drives it "
                  "with the official MCP client",
+    "agent login": "tests/test_agent_evidence.py logs the reference agent in by its terminal and agent-type methods "
+                   "(a person's act on this machine, not an operation of the daemon)",
 }
 
 

@@ -82,7 +82,7 @@ def chromium():
 def web(home, workspace, chromium):
     """A daemon that asks before writes (and knows an agent that needs a login), a browser page, and helpers."""
     locked = f'command = [{json.dumps(sys.executable)}, "-m", "compozy.agents.reference"]\n' \
-             'env = {COMPOZY_REFERENCE_REQUIRE_AUTH = "1"}\n'
+             'env = {COMPOZY_REFERENCE_REQUIRE_AUTH = "1", COMPOZY_REFERENCE_AUTH_REFUSE = "1"}\n'
     (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n\n'
                                       f'[providers.locked]\n{locked}\n[agents.locked]\nprovider = "locked"\n')
     daemon = DaemonProcess(home).start()

@@ -1,53 +1,47 @@
 """AgentClient: everything compozy says to an ACP agent, and what it hears back.
 
 Layer 3 (the ACP seam). launch() spawns the provider's command and runs the initialize
-handshake; open_session() binds one ACP session (load when asked and advertised, else new);
-prompt, cancel and steer drive a turn. What the agent sends arrives on the process's reader
-thread and is handed to the session's listener in the domain's words: translated output,
-permission asks and file requests (acp.requests), and the exit.
+handshake; open_session() binds one ACP session (compozy.acp.opening: resume or load when asked and
+advertised, else new, authenticated as compozy.acp.auth says); prompt, cancel and steer drive a turn.
+What the agent sends arrives on the process's reader thread and is handed to the session's listener in
+the domain's words: translated output, permission asks and file requests (acp.requests), and the exit.
+The agent's own state (its commands, its session mode, its config options) is kept here as it announces it.
 
 The listener answers output(client, events), permission(client, ask, reply), write(client,
 path, reply), workspace_root(), files_denied() and exited(client).
 """
 
 import logging
+import threading
 import uuid
 from dataclasses import dataclass
 
 from compozy.acp import protocol, requests
 from compozy.acp.driver import AcpError, AgentExited, AgentProcess
-from compozy.acp.options import configure, needs_configuration, take_options
-from compozy.acp.refusal import BindFailure, auth_refused, refused
+from compozy.acp.opening import CloneFailed, close_session, fork_session, mcp_servers, open_session
+from compozy.acp.options import configure, needs_configuration, take_update
+from compozy.acp.refusal import BindFailure, refused
 from compozy.acp.translate import DROPPED_VARIANTS, translate
 from compozy.errors import CompozyError
 from compozy.location import child_environment
-from compozy.redact import redact, without_daemon_secrets
+from compozy.redact import without_daemon_secrets
 
 log = logging.getLogger("compozy.acp.client")
 
 INITIALIZE = "initialize"
-SESSION_NEW = "session/new"
-SESSION_LOAD = "session/load"
-SESSION_FORK = "session/fork"
 SESSION_PROMPT = "session/prompt"
 SESSION_CANCEL = "session/cancel"
 SESSION_UPDATE = "session/update"
 STEER = "_compozy/steer"
 REFUSED_TERM_GRACE, REFUSED_KILL_GRACE = 0.5, 5.0  # an agent refused at its handshake: stopped at once
-SESSION_TIMEOUT = 60.0
-LOAD_TIMEOUT = 120.0
 STEER_TIMEOUT = 10.0
-FORK_TIMEOUT = 30.0
+# auth.terminal: compozy runs an agent's terminal login (`compozy agent login`), never through authenticate.
 CLIENT_CAPABILITIES = {"fs": {"readTextFile": True, "writeTextFile": True},
-                       "session": {"configOptions": {"boolean": {}}}}
+                       "session": {"configOptions": {"boolean": {}}}, "auth": {"terminal": True}}
 CLIENT_INFO = {"name": "compozy", "title": "compozy daemon", "version": "0.1"}
 
-__all__ = ["AgentClient", "AcpError", "AgentExited", "BindFailure", "CloneFailed", "PromptAnswer", "configure",
-           "fork_session", "launch", "needs_configuration", "open_session"]
-
-
-class CloneFailed(Exception):
-    """The agent did not clone its session; the message is redacted."""
+__all__ = ["AgentClient", "AcpError", "AgentExited", "BindFailure", "CloneFailed", "PromptAnswer", "close_session",
+           "configure", "fork_session", "launch", "mcp_servers", "needs_configuration", "open_session"]
 
 
 @dataclass(frozen=True)
@@ -67,8 +61,15 @@ class AgentClient:
         self.acp_session_id = None
         self.config_options, self.legacy_models, self.modes = [], None, None
         self.effective = {"provider": provider.name}
+        self.available_commands = None  # the agent's slash commands, once it announced them
         self.loading = False
         self.released = False
+        self.opened = None  # how its ACP session was opened: new, load or resume
+        self.closed = False  # session/close was sent
+        self.authenticated = None  # the auth method this process accepted
+        self.login_name = provider.name  # what `compozy agent login NAME` takes to log this provider in
+        self.early = None  # updates heard while session/new is answered (a list then)
+        self._delivery = threading.Lock()
         self.launch_alias = None  # the provider's LaunchAlias this process was started with
         self.identity = {}  # the binding's identity in the agent's environment (secret: kept out of reports)
 
@@ -85,6 +86,27 @@ class AgentClient:
         """ACP session/fork (unstable): sessionCapabilities.fork, where {} means yes."""
         capabilities = self.caps.get("sessionCapabilities")
         return isinstance(capabilities, dict) and capabilities.get("fork") not in (None, False)
+
+    @property
+    def supports_resume(self):
+        return self._session_capability("resume")
+
+    @property
+    def supports_close(self):
+        return self._session_capability("close")
+
+    def _session_capability(self, name):
+        capabilities = self.caps.get("sessionCapabilities")
+        return isinstance(capabilities, dict) and capabilities.get(name) not in (None, False)
+
+    def mode_state(self):
+        """The agent's session modes: {"current", "available": [{id, name, description?}]}, or None."""
+        modes = self.modes
+        if not isinstance(modes, dict) or not isinstance(modes.get("availableModes"), list):
+            return None
+        available = [{k: str(m[k])[:200] for k in ("id", "name", "description") if m.get(k) is not None}
+                     for m in modes["availableModes"] if isinstance(m, dict) and m.get("id") is not None]
+        return {"current": modes.get("currentModeId"), "available": available}
 
     @property
     def supports_steering(self):
@@ -117,9 +139,23 @@ class AgentClient:
     # -- what the agent sends (called on its reader thread) -------------------------------------
 
     def on_updates(self, updates):
-        """updates: the params of consecutive session/update notifications."""
-        if self.loading:
-            return  # session/load replays history we already hold
+        """updates: the params of consecutive session/update notifications. While session/new is answered, the
+        agent may speak of the session it just made (its commands) before we know its id: that is kept
+        (self.early) until the id is known."""
+        with self._delivery:
+            if self.acp_session_id is None and self.early is not None:
+                self.early.extend(updates)
+                return
+            self._deliver(updates)
+
+    def opened_as(self, acp_session_id):
+        """session/new answered with this id: what the agent said of it meanwhile is delivered first."""
+        with self._delivery:
+            self.acp_session_id = acp_session_id
+            early, self.early = self.early or [], None
+            self._deliver(early)
+
+    def _deliver(self, updates):
         events = []
         for params in updates:
             if params.get("sessionId") != self.acp_session_id:
@@ -127,6 +163,9 @@ class AgentClient:
                             str(params.get("sessionId"))[:80])
                 continue
             update = params.get("update") if isinstance(params.get("update"), dict) else {}
+            take_update(self, update)
+            if self.loading:
+                continue  # session/load replays history we already hold
             event = translate(update)
             if event is None:
                 if update.get("sessionUpdate") not in DROPPED_VARIANTS:
@@ -153,22 +192,20 @@ class AgentClient:
         self.listener.exited(self)
 
 
-def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias=None):
+def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias=None, login_name=None):
     """Spawn the provider's command and run the initialize handshake; identity: the binding's secret
     environment (compozy.session.turns.identity), given to the agent as is; alias: a LaunchAlias whose
-    arguments follow the command."""
+    arguments follow the command; login_name: what `compozy agent login` takes for this provider."""
     marker = f"COMPOZY_AGENT_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
-    # COMPOZY_HOME lets the built-in agent keep its state beside the daemon's; the marker and
-    # COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
-    # The daemon's own credentials (COMPOZY_TOKEN and other COMPOZY_* secrets) never reach an agent;
-    # everything else of the daemon's environment does (API keys included), then the provider's env.
-    env = {**without_daemon_secrets(child_environment()), "COMPOZY_HOME": agent_home, **provider.env,
-           "COMPOZY_SESSION_ID": session_id, **(identity or {}), name: value, "COMPOZY_AGENT_HOME": agent_home}
+    # The marker and COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
+    env = {**agent_environment(provider, agent_home), "COMPOZY_SESSION_ID": session_id, **(identity or {}),
+           name: value, "COMPOZY_AGENT_HOME": agent_home}
     label = f"{session_id}/{provider.name}"
     client = AgentClient(provider, listener=listener, label=label)
     client.identity = dict(identity or {})
     client.launch_alias = alias
+    client.login_name = login_name or provider.name
     command = provider.command + (alias.args if alias is not None else ())
     client.process = AgentProcess(command, cwd, env, client, marker=marker, label=label)
     try:
@@ -189,6 +226,13 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias
     return client
 
 
+def agent_environment(provider, agent_home):
+    """What an agent of this provider runs with. COMPOZY_HOME lets the built-in agent keep its state beside the
+    daemon's. The daemon's own credentials (COMPOZY_TOKEN and other COMPOZY_* secrets) never reach an agent;
+    everything else of the daemon's environment does (API keys included), then the provider's env."""
+    return {**without_daemon_secrets(child_environment()), "COMPOZY_HOME": agent_home, **provider.env}
+
+
 def _initialize(client):
     provider = client.provider
     try:
@@ -196,73 +240,12 @@ def _initialize(client):
                                                   "clientCapabilities": CLIENT_CAPABILITIES,
                                                   "clientInfo": CLIENT_INFO}, provider.handshake_timeout)
     except (AcpError, AgentExited, TimeoutError) as exc:
-        raise refused(client, "handshake_failure", f"provider {provider.name!r} failed {INITIALIZE}: {exc}")
+        raise refused(client, "handshake_failure", f"provider {provider.name!r} failed {INITIALIZE}", exc=exc) \
+            from None
     if not isinstance(result, dict) or result.get("protocolVersion") != protocol.PROTOCOL_VERSION:
         raise refused(client, "handshake_failure",
                       f"provider {provider.name!r} speaks ACP {result and result.get('protocolVersion')!r}, not 1")
     return result
-
-
-def open_session(client, cwd, load_id=None, tools=None):
-    """session/load when asked and advertised, else session/new, offering the native tool server
-    (a compozy.session.turns.identity.ToolServer, or None); returns True when loaded."""
-    params = {"cwd": cwd, "mcpServers": mcp_servers(client, tools)}
-    if load_id and client.supports_load:
-        client.loading = True  # history replayed by session/load is not new output
-        try:
-            result = client.process.call(SESSION_LOAD, {**params, "sessionId": load_id}, LOAD_TIMEOUT)
-            client.acp_session_id = load_id
-            take_options(client, result)
-            return True
-        except (AcpError, TimeoutError) as exc:
-            log.warning("%s of %r failed (%r); starting a fresh ACP session", SESSION_LOAD, load_id, exc)
-            if isinstance(exc, AcpError) and exc.code == protocol.AUTH_REQUIRED:
-                raise auth_refused(client) from None
-        except AgentExited as exc:
-            raise refused(client, "load_session_failure", f"agent exited during {SESSION_LOAD}: {exc}")
-        finally:
-            client.loading = False
-    try:
-        result = client.process.call(SESSION_NEW, params, SESSION_TIMEOUT)
-    except AcpError as exc:
-        if exc.code == protocol.AUTH_REQUIRED:
-            raise auth_refused(client) from None
-        raise refused(client, "startup_failure", f"{SESSION_NEW} failed: {exc}")
-    except (AgentExited, TimeoutError) as exc:
-        raise refused(client, "startup_failure", f"{SESSION_NEW} failed: {exc}")
-    if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
-        raise refused(client, "protocol_failure", f"{SESSION_NEW} answered without a sessionId")
-    client.acp_session_id = result["sessionId"]
-    take_options(client, result)
-    return False
-
-
-def mcp_servers(client, tools):
-    """The tool server as this agent can reach it: over HTTP when it advertises mcpCapabilities.http, else
-    as a stdio command (ACP's McpServer shapes)."""
-    if tools is None:
-        return []
-    capabilities = client.caps.get("mcpCapabilities")
-    if tools.url and isinstance(capabilities, dict) and capabilities.get("http") is True:
-        return [{"type": "http", "name": tools.name, "url": tools.url, "headers": _pairs(tools.headers)}]
-    return [{"name": tools.name, "command": tools.command[0], "args": tools.command[1:], "env": _pairs(tools.env)}]
-
-
-def _pairs(mapping):
-    return [{"name": name, "value": value} for name, value in mapping.items()]
-
-
-def fork_session(client, cwd):
-    """The agent's own clone of the bound session (ACP session/fork): the clone's sessionId. Nothing of
-    the clone is routed to the source: its updates carry another sessionId and are dropped."""
-    try:
-        result = client.process.call(SESSION_FORK, {"sessionId": client.acp_session_id, "cwd": cwd, "mcpServers": []},
-                                     FORK_TIMEOUT)
-    except (AcpError, AgentExited, TimeoutError) as exc:
-        raise CloneFailed(redact(f"{SESSION_FORK} failed: {exc}", client.provider.env)) from None
-    if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
-        raise CloneFailed(f"{SESSION_FORK} answered without a sessionId")
-    return result["sessionId"]
 
 
 def _text(text):

@@ -1,9 +1,10 @@
 """AgentProcess: one ACP agent subprocess, its pipes, its threads and its JSON-RPC bookkeeping.
 
 Layer 3. The agent runs in its own session and process group. stdout is read on a dedicated
-thread that never dies on garbage; stderr is drained into a bounded ring so a chatty agent
-never blocks; stdin is non-blocking: a message is written by its caller when the pipe takes it
-whole, else (a full pipe, a stuck agent) by a writer thread, so a caller never blocks.
+thread that never dies on garbage; stderr is drained into a bounded ring (compozy.acp.stderr: its last
+64 KiB are the evidence of a failure) so a chatty agent never blocks; stdin is non-blocking: a message
+is written by its caller when the pipe takes it whole, else (a full pipe, a stuck agent) by a writer
+thread, so a caller never blocks.
 """
 
 import itertools
@@ -13,7 +14,6 @@ import queue
 import select
 import subprocess
 import threading
-from collections import deque
 
 from pexpect.popen_spawn import PopenSpawn
 from pexpect.spawnbase import SpawnBase
@@ -22,11 +22,11 @@ from compozy import proc
 from compozy.acp import protocol
 from compozy.acp.output import StdoutLedger
 from compozy.acp.protocol import ProtocolIssue, Request, Response
+from compozy.acp.stderr import StderrRing
 
 log = logging.getLogger("compozy.acp")
 
 READ_CHUNK = 65536
-STDERR_RING_BYTES = 64 * 1024
 EXIT_AFTER_EOF_WAIT = 2.0
 
 
@@ -102,9 +102,7 @@ class AgentProcess:
         self._send_lock = threading.RLock()  # _write_line hands its rest to _enqueue under it
         self._queued = 0  # messages handed to the writer thread and not yet written whole
         self._stdin_closed = False
-        self._stderr = deque()
-        self._stderr_size = 0
-        self._stderr_lock = threading.Lock()
+        self.stderr = None  # the StderrRing, once started
         self._aside = None  # the queue of the worker that runs slow requests off the reader (run_aside)
         self.exited = threading.Event()
         self.stdout_closed = threading.Event()
@@ -116,9 +114,10 @@ class AgentProcess:
         """Spawn and record identity; OSError (missing command, bad cwd) propagates."""
         self.spawn = AgentSpawn(self.argv, self.cwd, self.env)
         self.stdout = StdoutLedger(self.spawn.proc.stdout.fileno())
+        self.stderr = StderrRing(self.spawn.proc.stderr, self.env)
         self.identity = proc.identify(self.spawn.pid)
         os.set_blocking(self.spawn.proc.stdin.fileno(), False)
-        for target, name in ((self._read_stdout, "stdout"), (self._drain_stderr, "stderr"),
+        for target, name in ((self._read_stdout, "stdout"), (self.stderr.drain, "stderr"),
                              (self._write_stdin, "stdin")):
             threading.Thread(target=target, name=f"{self.label}-{name}", daemon=True).start()
         return self
@@ -171,9 +170,10 @@ class AgentProcess:
             self.exit_code, self.exit_signal = proc.exit_status_from_returncode(self.spawn.proc.returncode)
             self.exited.set()
 
-    def stderr_tail(self):
-        with self._stderr_lock:
-            return b"".join(self._stderr).decode("utf-8", "replace")
+    def stderr_tail(self, lines=None):
+        """The last 64 KiB the agent wrote to stderr (or its last `lines` lines): plain text, its environment's
+        secrets redacted (compozy.acp.stderr)."""
+        return self.stderr.tail(lines) if self.stderr is not None else ""
 
     # -- JSON-RPC out --------------------------------------------------------------------
 
@@ -362,22 +362,6 @@ class AgentProcess:
             if self._aside is not None:
                 self._aside.put(None)  # the request worker finishes what is queued, then ends
         self._safely(self.handler.on_exit, self)
-
-    def _drain_stderr(self):
-        fd = self.spawn.proc.stderr.fileno()
-        while True:
-            try:
-                data = os.read(fd, READ_CHUNK)
-            except OSError:
-                return
-            if not data:
-                _close(self.spawn.proc.stderr)
-                return
-            with self._stderr_lock:
-                self._stderr.append(data)
-                self._stderr_size += len(data)
-                while self._stderr_size > STDERR_RING_BYTES and len(self._stderr) > 1:
-                    self._stderr_size -= len(self._stderr.popleft())
 
 
 def _close(pipe):

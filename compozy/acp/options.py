@@ -1,8 +1,10 @@
 """A runtime snapshot applied to an agent's advertised choices: config options, modes, legacy models.
 
 Layer 3 (the ACP seam). A snapshot names `model`, `reasoning_effort`, `speed` and raw
-`acp_options`; the agent advertises config options (by id or category), session modes, or the
-older model list. Whatever changed is rolled back when a later choice is refused.
+`acp_options`; the agent advertises config options (by id or category), session modes (chosen as the
+option `mode` when no config option has that id), or the older model list. Whatever changed is rolled
+back when a later choice is refused. What the agent announces later (config_option_update,
+current_mode_update, available_commands_update) keeps the client's view current.
 """
 
 import logging
@@ -26,6 +28,7 @@ FIELD_ERROR = {"model": "model_unavailable"}
 MODES = ("modes", "availableModes", "id", "currentModeId", "session/set_mode", "modeId", "acp_option")
 LEGACY_MODELS = ("legacy_models", "availableModels", "modelId", "currentModelId", "session/set_model", "modelId",
                  "model")
+MAX_COMMANDS = 200
 
 
 def take_options(client, result):
@@ -50,6 +53,26 @@ def offered_models(client):
     return None
 
 
+def take_update(client, update):
+    """Keep what the agent announces about its own state: its config options, its mode, its commands."""
+    variant = update.get("sessionUpdate")
+    if variant == "config_option_update" and isinstance(update.get("configOptions"), list):
+        client.config_options = [o for o in update["configOptions"] if isinstance(o, dict)]
+    elif variant == "current_mode_update" and isinstance(client.modes, dict) and update.get("currentModeId"):
+        client.modes["currentModeId"] = update["currentModeId"]
+    elif variant == "available_commands_update" and isinstance(update.get("availableCommands"), list):
+        client.available_commands = [_command(c) for c in update["availableCommands"]
+                                     if isinstance(c, dict) and isinstance(c.get("name"), str)][:MAX_COMMANDS]
+
+
+def _command(entry):
+    command = {"name": entry["name"][:100], "description": str(entry.get("description") or "")[:300]}
+    hint = (entry.get("input") or {}).get("hint") if isinstance(entry.get("input"), dict) else None
+    if hint:
+        command["hint"] = str(hint)[:200]
+    return command
+
+
 def needs_configuration(client, target):
     """True when some requested field or option differs from the agent's current value."""
     target = _live_part(client, target)
@@ -57,6 +80,8 @@ def needs_configuration(client, target):
         if target.get(name) and client.effective.get(name) != target[name]:
             return True
     current = {o.get("id"): o.get("currentValue") for o in client.config_options}
+    if "mode" not in current and isinstance(client.modes, dict):
+        current["mode"] = client.modes.get("currentModeId")
     return any(current.get(o["id"]) != o.get("value_id", o.get("bool_value")) for o in target.get("acp_options", []))
 
 
@@ -89,7 +114,7 @@ def _live_part(client, target):
 def _apply_field(client, name, value, applied):
     option = _find_option(client.config_options, name)
     if option is None and name == "model" and client.legacy_models:
-        return _apply_choice(client, LEGACY_MODELS, value)
+        return _apply_choice(client, LEGACY_MODELS, value, applied)
     if option is None:
         raise _unsupported(name, f"provider {client.provider.name!r} exposes no {name} option")
     if value not in _choices(option):
@@ -102,7 +127,7 @@ def _apply_option(client, entry, applied):
     option = next((o for o in client.config_options if o.get("id") == entry["id"]), None)
     if option is None and entry["id"] == "mode" and client.modes and "value_id" in entry:
         # Agents that expose session modes (not config options) take `mode` through set_mode.
-        return _apply_choice(client, MODES, entry["value_id"])
+        return _apply_choice(client, MODES, entry["value_id"], applied)
     if option is None:
         raise _unsupported("acp_option", f"provider {client.provider.name!r} has no option {entry['id']!r}")
     if "bool_value" in entry:
@@ -124,7 +149,7 @@ def _set_option(client, option, value, applied):
     except (AcpError, AgentExited, TimeoutError) as exc:
         raise _unsupported("model" if option.get("category") == "model" else "acp_option",
                            f"provider refused {option['id']}={value!r}: {exc}") from None
-    applied.append((option["id"], previous))
+    applied.append((option["id"], previous, None))
     if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
         client.config_options = result["configOptions"]
     else:
@@ -138,28 +163,39 @@ def _option_params(client, option_id, value):
     return params
 
 
-def _apply_choice(client, kind, value):
+def _apply_choice(client, kind, value, applied):
     attribute, list_key, id_key, current_key, method, param, field = kind
     state = getattr(client, attribute)
     available = [entry.get(id_key) for entry in state.get(list_key, []) if isinstance(entry, dict)]
     if value not in available:
-        raise _unsupported(field, f"{value!r} is not offered (offered: {', '.join(map(str, available))})")
-    if state.get(current_key) == value:
+        raise _unsupported(field, f"{value!r} is not offered by provider {client.provider.name!r} "
+                                  f"(offered: {', '.join(map(str, available))})")
+    previous = state.get(current_key)
+    if previous == value:
         return
+    _choose(client, kind, value, field)
+    applied.append((param, previous, kind))
+
+
+def _choose(client, kind, value, field):
+    _, _, _, current_key, method, param, _ = kind
     try:
         client.process.call(method, {"sessionId": client.acp_session_id, param: value}, SET_TIMEOUT)
     except (AcpError, AgentExited, TimeoutError) as exc:
         raise _unsupported(field, f"provider refused {value!r}: {exc}") from None
-    state[current_key] = value
+    getattr(client, kind[0])[current_key] = value
 
 
 def _rollback(client, applied):
-    for option_id, previous in reversed(applied):
+    for option_id, previous, kind in reversed(applied):
         if previous is None:
             continue
         try:
-            client.process.call(SET_CONFIG_OPTION, _option_params(client, option_id, previous), SET_TIMEOUT)
-        except (AcpError, AgentExited, TimeoutError):
+            if kind is None:
+                client.process.call(SET_CONFIG_OPTION, _option_params(client, option_id, previous), SET_TIMEOUT)
+            else:
+                _choose(client, kind, previous, kind[-1])
+        except (AcpError, AgentExited, TimeoutError, BindFailure):
             log.warning("rollback of %r failed; the runtime will be replaced at the next prompt", option_id)
             client.effective = {"provider": client.provider.name, "stale": True}
 

@@ -59,11 +59,12 @@ class StdoutLedger:
             if self._closed:
                 return True
             try:
-                target = self._read + _unread(self.fd)
+                target = self._read + unread(self.fd)
             except OSError:
                 return True
             return self._changed.wait_for(lambda: self._closed or self._handled >= target, timeout)
 
 
-def _unread(fd):
+def unread(fd):
+    """Bytes waiting unread in a pipe."""
     return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]

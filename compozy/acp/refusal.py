@@ -1,42 +1,52 @@
 """BindFailure: an agent that could not serve a session, refused before ACP acceptance.
 
-Layer 3 (the ACP seam). The error carries a stable code for the caller and the failure kind
-the evidence shows; the agent's last stderr lines are added, with the provider's secrets redacted.
+Layer 3 (the ACP seam). The error carries a stable code for the caller and the failure kind the
+evidence shows; an agent's JSON-RPC error keeps its data (`details.agent_error`) and the agent's last
+stderr lines are added (`details.stderr_tail`, and the message), with the agent's secrets redacted.
 """
 
+from compozy.acp.evidence import agent_error, described
 from compozy.errors import CompozyError
 from compozy.redact import redact
 
+STDERR_LINES = 5
+STDERR_IN_MESSAGE = 400
+
 
 class BindFailure(Exception):
-    """Binding refused before ACP acceptance; `error` is the CompozyError to report."""
+    """Binding refused before ACP acceptance; `error` is the CompozyError to report. `runtime` is the agent
+    that was refused (None when none started): its process and stderr are the failure's evidence.
+    `agent_fault`: the agent failed (its handshake, its opening, its login), not a choice it does not offer."""
 
-    def __init__(self, error, failure_kind):
-        self.error, self.failure_kind = error, failure_kind
+    def __init__(self, error, failure_kind, runtime=None, agent_fault=False):
+        self.error, self.failure_kind, self.runtime, self.agent_fault = error, failure_kind, runtime, agent_fault
         super().__init__(error.message)
 
+    @property
+    def evidence(self):
+        """The failure's evidence besides its message: the agent's error and its stderr lines, when any."""
+        return {key: self.error.details[key] for key in ("agent_error", "stderr_tail") if key in self.error.details}
 
-def refused(client, failure_kind, message, code="provider_unavailable", **details):
-    tail = client.process.stderr_tail().strip().splitlines()[-3:]
-    if tail:
-        message += " | stderr: " + " / ".join(tail)[:400]
-    return BindFailure(CompozyError(code, redact(message, {**client.provider.env, **client.identity}), **details),
-                       failure_kind)
+    def with_stderr(self, runtime):
+        """The same failure with the last stderr lines of the agent it happened on (once)."""
+        if self.runtime is None:
+            self.runtime = runtime
+        if "stderr_tail" not in self.error.details:
+            tail = runtime.process.stderr_tail(STDERR_LINES).splitlines()
+            if tail:
+                self.error.details["stderr_tail"] = tail
+                self.error.message += " | stderr: " + " / ".join(tail)[-STDERR_IN_MESSAGE:]
+        return self
 
 
-def auth_methods(client):
-    """The authMethods the agent advertised in initialize, as {id, name, description} strings only."""
-    methods = [m for m in client.auth_methods if isinstance(m, dict) and isinstance(m.get("id"), str)]
-    return [{k: str(m[k])[:200] for k in ("id", "name", "description") if m.get(k) is not None} for m in methods]
-
-
-def auth_refused(client):
-    """auth_required: the agent wants a login compozy cannot do for it; name the methods it offers so the
-    person can run the agent's own login (or set its key in the provider's env) and prompt again."""
-    methods = auth_methods(client)
-    offered = "; ".join(f"{m.get('name') or m['id']} ({m['id']})" + (f": {m['description']}" if m.get("description")
-                                                                      else "") for m in methods)
-    how = f"; it offers: {offered}" if offered else ""
-    return refused(client, "provider_auth_failure", f"provider {client.provider.name!r} requires authentication{how}. "
-                   "Log in with the agent's own command, or set its API key in the provider's env, then prompt again",
-                   code="provider_auth_failure", auth_methods=methods)
+def refused(client, failure_kind, message, code="provider_unavailable", exc=None, **details):
+    """A BindFailure of this agent; exc (an AcpError) adds its reason to the message and its data as agent_error."""
+    env = client.process.env
+    if exc is not None:
+        message += f": {described(exc, env)}"
+        error = agent_error(exc, env)
+        if error is not None:
+            details["agent_error"] = error
+    failure = BindFailure(CompozyError(code, redact(message, {**env, **client.identity}), **details), failure_kind,
+                          client, agent_fault=True)
+    return failure.with_stderr(client)

@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -31,11 +32,13 @@ PERMISSION_OPTIONS = [
 ]
 GARBAGE_PAD_BYTES = protocol.MAX_LINE_BYTES + 512 * 1024
 STDERR_BLOCK = (b"x" * 63 + b"\n") * 64  # 4 KiB
+USAGE_COST = 0.25  # what each [usage] adds to the session's cumulative cost, in USD
 
 _NUMBER = r"\d+(?:\.\d*)?|\.\d+"
 _ARGUMENT_PATTERNS = {
     "chunks": r"(\d+)",
     "hold": r"([A-Za-z0-9_-][A-Za-z0-9._-]*)",
+    "wait": r"([A-Za-z0-9_-][A-Za-z0-9._-]*)",
     "sleep": rf"({_NUMBER})",
     "crash": r"(\d+)(?:\s+(once))?",
     "hang": "",
@@ -49,6 +52,8 @@ _ARGUMENT_PATTERNS = {
     "garbage": "",
     "stderr": r"(\d+)",
     "thought": r"(.+)",
+    "say": r"(.+)",
+    "nest": r"(\d+)\s+(\S+)",
     "plan": "",
     "usage": "",
     "stop": "(" + "|".join(STOP_REASONS) + ")",
@@ -60,6 +65,12 @@ _ARGUMENT_PATTERNS = {
     "refuse-steer": "",
     "launch-args": "",
     "mcp": r"([A-Za-z0-9_.-]+)(?:\s+(\{.*\}))?",
+    "mcp-many": r"(\d+)\s+([A-Za-z0-9_.-]+)(?:\s+(\{.*\}))?",
+    "methods": "",
+    "closes": "",
+    "mode": "",
+    "switch-mode": r"([A-Za-z0-9_-]+)",
+    "title": r"(.+)",
 }
 _TOKEN = re.compile(r"\[([a-z][a-z-]*)(?:\s+([^\[\]]*?))?\s*\]")
 _REPLAY_BLOCK = re.compile(r"<compozy_context_replay>(.*?)</compozy_context_replay>", re.DOTALL)
@@ -236,6 +247,10 @@ class DirectiveSteps:
         self.say(f"holding {name} ")
         self.pause(math.inf, until=gate.exists)
 
+    def do_wait(self, name: str) -> None:
+        """[hold NAME] without a word: the client hears nothing until the gate opens."""
+        self.pause(math.inf, until=Path(self.session.cwd, ".compozy-gates", name).exists)
+
     def do_sleep(self, seconds: str) -> None:
         self.pause(float(seconds))
 
@@ -333,6 +348,16 @@ class DirectiveSteps:
         self.update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text},
                      "messageId": uuid.uuid4().hex})
 
+    def do_say(self, text: str) -> None:
+        self.say(text)
+
+    def do_nest(self, depth: str, text: str) -> None:
+        """A tool_call whose rawInput holds TEXT `depth` lists deep (a document that recursion cannot walk)."""
+        value: object = text
+        for _ in range(int(depth)):
+            value = [value]
+        self.start_tool_call("Nested", "other", "completed", rawInput=value)
+
     def do_plan(self) -> None:
         self.update({"sessionUpdate": "plan", "entries": [
             {"content": "Read the request", "priority": "high", "status": "completed"},
@@ -340,7 +365,9 @@ class DirectiveSteps:
         ]})
 
     def do_usage(self) -> None:
-        self.update({"sessionUpdate": "usage_update", "used": 1200, "size": 200000})
+        cost = self.agent.add_cost(self.session, USAGE_COST)
+        self.update({"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
+                     "cost": {"amount": cost, "currency": "USD"}})
         self.usage = {"inputTokens": 1000, "outputTokens": 200, "totalTokens": 1200}
 
     def do_stop(self, reason: str) -> None:
@@ -360,23 +387,40 @@ class DirectiveSteps:
         self.recall = True
 
     def do_mcp(self, name: str, arguments: str | None) -> None:
+        self.do_mcp_many("1", name, arguments)
+
+    def do_mcp_many(self, count: str, name: str, arguments: str | None) -> None:
+        """The tool called `count` times at once (one thread each), each reported as [mcp] reports one."""
         try:
             parsed = json.loads(arguments or "{}")
         except ValueError as error:
             self.say(f"mcp {name} error: arguments are not JSON: {error} ")
             return
-        call_id = self.start_tool_call(name, "other", "in_progress", rawInput=parsed)
-        try:
-            result = self.await_call(lambda: self.agent.tools_for(self.session).call_tool(name, parsed))
-        except ToolError as error:
+        call_ids = [self.start_tool_call(name, "other", "in_progress", rawInput=parsed) for _ in range(int(count))]
+        outcomes: list = [None] * len(call_ids)
+
+        def call(index: int) -> None:
+            try:
+                outcomes[index] = self.agent.tools_for(self.session).call_tool(name, parsed)
+            except Exception as error:  # noqa: BLE001 (reported as the call's failure, like a refused call)
+                outcomes[index] = error if isinstance(error, ToolError) else ToolError(f"tools/call: {error}")
+        threads = [threading.Thread(target=call, args=(i,), name="mcp-many", daemon=True) for i in range(len(call_ids))]
+        for thread in threads:
+            thread.start()
+        self.await_call(lambda: [thread.join() for thread in threads])
+        for call_id, outcome in zip(call_ids, outcomes):
+            self._report_tool(name, call_id, outcome)
+
+    def _report_tool(self, name: str, call_id: str, outcome) -> None:
+        if isinstance(outcome, ToolError):
             self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed",
-                         "content": [_text_content(str(error))], "rawOutput": {"error": str(error)}})
-            self.say(f"mcp {name} error: {error} ")
+                         "content": [_text_content(str(outcome))], "rawOutput": {"error": str(outcome)}})
+            self.say(f"mcp {name} error: {outcome} ")
             return
-        text = "".join(block.get("text", "") for block in result.get("content") or [] if isinstance(block, dict))
+        text = "".join(block.get("text", "") for block in outcome.get("content") or [] if isinstance(block, dict))
         self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
-                     "status": "failed" if result.get("isError") else "completed",
-                     "content": [_text_content(text)], "rawOutput": result})
+                     "status": "failed" if outcome.get("isError") else "completed",
+                     "content": [_text_content(text)], "rawOutput": outcome})
         self.say(f"mcp {name}: {text} ")
 
     def do_linger(self, count: str) -> None:

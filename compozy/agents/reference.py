@@ -13,31 +13,18 @@ import sys
 import threading
 import time
 import traceback
-import uuid
 from dataclasses import dataclass, field
 
 from compozy.acp import protocol
+from compozy.agents import login
 from compozy.agents.directives import log
-from compozy.agents.sessions import Session, SessionStore, valid_history
+from compozy.agents.opening import RpcError, SessionMethods, invalid_params
+from compozy.agents.sessions import Session, SessionStore
 from compozy.agents.settings import Settings, env_flag
 from compozy.agents.tools import Connection, connect
-from compozy.agents.turn import Turn, text_update
+from compozy.agents.turn import Turn
 
-AGENT_INFO = {"name": "compozy-reference", "title": "Compozy reference agent", "version": "1"}
-AUTH_METHOD = {"id": "reference-login", "name": "Reference login"}
-SELECT_LABELS = {"model": ("Model", "model"), "reasoning_effort": ("Reasoning effort", "thought_level"),
-                 "speed": ("Speed", "_speed")}
 DEFERRED = object()
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data=None):
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
-
-
-def invalid_params(reason: str) -> RpcError:
-    return RpcError(protocol.INVALID_PARAMS, f"Invalid params: {reason}")
 
 
 def text_of(blocks) -> str:
@@ -47,15 +34,6 @@ def text_of(blocks) -> str:
     return "".join(text for text in texts if isinstance(text, str))
 
 
-def session_cwd(params: dict) -> str:
-    cwd = params.get("cwd")
-    if not isinstance(cwd, str) or not os.path.isabs(cwd):
-        raise invalid_params("cwd must be an absolute path")
-    if not isinstance(params.get("mcpServers"), list):
-        raise invalid_params("mcpServers must be a list")
-    return cwd
-
-
 @dataclass
 class PendingRequest:
     request_id: int
@@ -63,7 +41,7 @@ class PendingRequest:
     response: protocol.Response | None = None
 
 
-class ReferenceAgent:
+class ReferenceAgent(SessionMethods):
     """Dispatches incoming messages on the main thread; each prompt runs on a worker thread."""
 
     def __init__(self, endpoint: protocol.StdioEndpoint, settings: Settings):
@@ -73,14 +51,19 @@ class ReferenceAgent:
         self.lock = threading.RLock()
         self.store = SessionStore(settings.state_dir, self.lock)
         self.request_ids, self.tool_call_ids = itertools.count(0), itertools.count(1)
-        self.boolean_options = self.authenticated = False
+        self.boolean_options = self.terminal_auth = self.authenticated = False
         self.children: list[subprocess.Popen] = []
         self.lingering: list[tuple[str, int]] = []  # (session id, late chunks to send at stdin EOF)
+        self.journal: list[str] = []  # the methods this process was asked, for [methods]
+        self.after_answer: list = []  # notifications that follow the answer being sent
         self.handlers = {"initialize": self.initialize, "authenticate": self.authenticate,
                          "session/new": self.new_session, "session/set_config_option": self.set_config_option,
-                         "session/set_mode": lambda request: {}, "session/prompt": self.start_prompt}
-        if settings.load_session:
-            self.handlers["session/load"] = self.load_session
+                         "session/set_mode": self.set_mode, "session/prompt": self.start_prompt}
+        for method, handler, on in (("session/load", self.load_session, settings.load_session),
+                                    ("session/resume", self.resume_session, settings.resume),
+                                    ("session/close", self.close_session, settings.close)):
+            if on:
+                self.handlers[method] = handler
         if settings.steering:
             self.handlers["_compozy/steer"] = self.steer
         if settings.fork:
@@ -116,18 +99,34 @@ class ReferenceAgent:
 
     def handle_request(self, request: protocol.Request) -> None:
         handler = self.handlers.get(request.method)
+        outcome = ""
         try:
             if handler is None:
                 raise RpcError(protocol.METHOD_NOT_FOUND, "Method not found", {"method": request.method})
             result = handler(request)
         except RpcError as error:
+            outcome = f"!{error.code}"
             self.send(protocol.make_error(request.id, error.code, error.message, error.data))
         except Exception as error:
+            outcome = f"!{protocol.INTERNAL_ERROR}"
             log(traceback.format_exc())
             self.send(protocol.make_error(request.id, protocol.INTERNAL_ERROR, f"reference agent error: {error}"))
         else:
             if result is not DEFERRED:
                 self.send(protocol.make_result(request.id, result))
+        self.remember(request, outcome)
+        while self.after_answer:
+            self.after_answer.pop(0)()
+
+    def remember(self, request: protocol.Request, outcome: str) -> None:
+        """What [methods] reports: every method but prompts, authenticate with its method id, errors by code."""
+        if request.method == "session/prompt":
+            return
+        name = request.method
+        if name == "authenticate":
+            name += f"({request.params.get('methodId')})"
+        with self.lock:
+            self.journal.append(name + outcome)
 
     def handle_notification(self, notification: protocol.Notification) -> None:
         if notification.method != "session/cancel":
@@ -166,80 +165,6 @@ class ReferenceAgent:
     def new_tool_call_id(self) -> str:
         with self.lock:
             return f"call_{next(self.tool_call_ids)}"
-
-    def initialize(self, request: protocol.Request) -> dict:
-        self.boolean_options = advertises_boolean_options(request.params.get("clientCapabilities"))
-        capabilities = {"loadSession": self.settings.load_session,
-                        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
-                        "mcpCapabilities": {"http": self.settings.mcp_http, "sse": False},
-                        "sessionCapabilities": {"fork": {}} if self.settings.fork else {}}
-        result = {"protocolVersion": protocol.PROTOCOL_VERSION, "agentCapabilities": capabilities,
-                  "agentInfo": AGENT_INFO, "authMethods": [AUTH_METHOD] if self.settings.require_auth else []}
-        if self.settings.steering:
-            # ACP puts custom capabilities in agentCapabilities._meta; the result-level copy is for convenience.
-            capabilities["_meta"] = {"compozy.dev/steering": True}
-            result["_meta"] = {"compozy.dev/steering": True}
-        return result
-
-    def authenticate(self, request: protocol.Request) -> dict:
-        method_id = request.params.get("methodId")
-        if self.settings.require_auth and method_id != AUTH_METHOD["id"]:
-            raise invalid_params(f"unknown auth method {method_id!r}")
-        self.authenticated = True
-        return {}
-
-    def require_auth(self) -> None:
-        if self.settings.require_auth and not self.authenticated:
-            raise RpcError(protocol.AUTH_REQUIRED, "Authentication required")
-
-    def new_session(self, request: protocol.Request) -> dict:
-        cwd = session_cwd(request.params)
-        self.require_auth()
-        session = Session(f"ref_{uuid.uuid4().hex}", cwd, self.default_config(),
-                          mcp_servers=request.params["mcpServers"])
-        with self.lock:
-            self.sessions[session.session_id] = session
-            self.store.save(session)
-        log(f"new session {session.session_id} in {cwd}")
-        return {"sessionId": session.session_id, "configOptions": self.config_options(session)}
-
-    def load_session(self, request: protocol.Request) -> dict:
-        cwd = session_cwd(request.params)
-        self.require_auth()
-        session_id = request.params.get("sessionId")
-        stored = self.store.read(session_id)
-        if stored is None:
-            raise RpcError(protocol.RESOURCE_NOT_FOUND, "Resource not found", {"sessionId": session_id})
-        with self.lock:
-            current = self.sessions.get(session_id)
-            if current and current.turn:
-                raise RpcError(protocol.INTERNAL_ERROR, "prompt already running")
-            session = Session(session_id, cwd, self.sanitized_config(stored.get("config")),
-                              valid_history(stored.get("history")), mcp_servers=request.params["mcpServers"])
-            self.sessions[session_id] = session
-            self.store.save(session)
-        for entry in session.history:
-            kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"
-            self.send_update(session_id, text_update(kind, entry["text"], entry["message_id"]))
-        log(f"loaded session {session_id} ({len(session.history)} messages)")
-        return {"configOptions": self.config_options(session)}
-
-    def fork_session(self, request: protocol.Request) -> dict:
-        """A clone of an idle session under a new id: its config and history, saved like any session."""
-        source = self.session_for(request.params)
-        cwd = request.params.get("cwd")
-        if not isinstance(cwd, str) or not os.path.isabs(cwd):
-            raise invalid_params("cwd must be an absolute path")
-        if self.settings.fork_fails:
-            raise RpcError(protocol.INTERNAL_ERROR, "fork refused (COMPOZY_REFERENCE_FORK_FAIL)")
-        with self.lock:
-            if source.turn:
-                raise RpcError(protocol.INTERNAL_ERROR, "prompt already running")
-            clone = Session(f"ref_{uuid.uuid4().hex}", cwd, dict(source.config), [dict(e) for e in source.history])
-            self.sessions[clone.session_id] = clone
-            self.store.save(clone)
-        log(f"forked session {source.session_id} into {clone.session_id}")
-        return {"sessionId": clone.session_id, "configOptions": self.config_options(clone)}
 
     def claim_crash_marker(self, session_id: str, prompt_text: str) -> bool:
         """The [crash N once] directive asks the agent; the marker lives with the session state."""
@@ -284,55 +209,19 @@ class ReferenceAgent:
             session.turn.steer(text)
         return {}
 
-    def default_config(self) -> dict:
-        return {"model": self.settings.models[0], "reasoning_effort": "medium", "speed": "normal", "thinking": False}
-
-    def sanitized_config(self, stored) -> dict:
-        config, stored = self.default_config(), stored if isinstance(stored, dict) else {}
-        for config_id, choices in self.settings.choices().items():
-            if stored.get(config_id) in choices:
-                config[config_id] = stored[config_id]
-        config["thinking"] = stored.get("thinking") is True
-        return config
-
-    def config_options(self, session: Session) -> list[dict]:
-        options = []
-        for config_id, choices in self.settings.choices().items():
-            name, category = SELECT_LABELS[config_id]
-            options.append({"id": config_id, "name": name, "category": category, "type": "select",
-                            "currentValue": session.config[config_id],
-                            "options": [{"value": value, "name": value} for value in choices]})
-        if self.boolean_options:
-            options.append({"id": "thinking", "name": "Thinking", "type": "boolean",
-                            "currentValue": session.config["thinking"]})
-        return options
-
-    def set_config_option(self, request: protocol.Request) -> dict:
-        session = self.session_for(request.params)
-        config_id, value = request.params.get("configId"), request.params.get("value")
-        self.validate_option(config_id, value, request.params.get("type"))
-        with self.lock:
-            session.config[config_id] = value
-            self.store.save(session)
-        return {"configOptions": self.config_options(session)}
-
-    def validate_option(self, config_id, value, value_type) -> None:
-        if config_id == "thinking" and self.boolean_options:
-            if not isinstance(value, bool) or value_type not in (None, "boolean"):
-                raise invalid_params(f"thinking takes a boolean value, not {value!r}")
-            return
-        choices = self.settings.choices().get(config_id)
-        if choices is None:
-            raise invalid_params(f"unknown config option {config_id!r}")
-        if value_type not in (None, "select") or value not in choices:
-            raise invalid_params(f"{value!r} is not a value of {config_id} (one of {', '.join(choices)})")
-
     def tools_for(self, session: Session) -> Connection:
         """The session's connection to the tool server its client offered, made on first use."""
         with session.tools_lock:
             if session.tools is None:
                 session.tools = connect(session.mcp_servers, session.cwd)
             return session.tools
+
+    def add_cost(self, session: Session, amount: float) -> float:
+        """The session's cumulative cost after adding amount (usage_update reports it cumulative)."""
+        with self.lock:
+            session.cost = round(session.cost + amount, 6)
+            self.store.save(session)
+            return session.cost
 
     def session_model(self, session: Session) -> str:
         with self.lock:
@@ -343,19 +232,13 @@ class ReferenceAgent:
             return self.boolean_options and session.config.get("thinking") is True
 
 
-def advertises_boolean_options(capabilities) -> bool:
-    """clientCapabilities.session.configOptions.boolean, where {} means supported."""
-    node = capabilities
-    for key in ("session", "configOptions"):
-        node = node.get(key) if isinstance(node, dict) else None
-    return isinstance(node, dict) and node.get("boolean") not in (None, False)
-
-
 def main(launch_args=None) -> int:
     if env_flag(os.environ, "COMPOZY_REFERENCE_FAIL_START"):
         log("refusing to start (COMPOZY_REFERENCE_FAIL_START=1)")
         return 2
     settings = Settings.from_env(os.environ, sys.argv[1:] if launch_args is None else launch_args)
+    if login.wants_login(settings.launch_args, os.environ):
+        return login.run_login(settings, settings.launch_args, os.environ)
     endpoint = protocol.StdioEndpoint(sys.stdin.buffer, sys.stdout.buffer,
                                       on_issue=lambda issue: log(f"skipped input: {issue.kind}: {issue.excerpt}"))
     log(f"started; state in {settings.state_dir}")

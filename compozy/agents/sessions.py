@@ -34,6 +34,9 @@ class Session:
     cwd: str
     config: dict
     history: list = field(default_factory=list)
+    mode: str = "default"  # the session mode (with COMPOZY_REFERENCE_MODES)
+    closes: int = 0  # how many times session/close freed it
+    cost: float = 0.0  # the cumulative cost [usage] reports
     turn: Turn | None = None
     mcp_servers: list = field(default_factory=list)  # offered by the client; never saved (they carry secrets)
     tools: Connection | None = None
@@ -70,7 +73,8 @@ class SessionStore:
         """Atomically persist cwd, config values and history (tmp file + rename)."""
         with self.lock:
             state = {"sessionId": session.session_id, "cwd": session.cwd, "config": session.config,
-                     "history": session.history}
+                     "history": session.history, "mode": session.mode, "closes": session.closes,
+                     "cost": session.cost}
             path = self.state_path(session.session_id)
             private_dir(path.parent)
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -8,6 +8,7 @@ from pathlib import Path
 from compozy.agents.directives import log
 
 DEFAULT_MODELS = ("echo-1", "echo-2", "echo-large")
+AUTH_KINDS = ("agent", "env", "terminal")
 
 
 def env_flag(env, name: str) -> bool:
@@ -26,8 +27,14 @@ def parse_delay(raw: str) -> float:
     try:
         return max(0.0, float(raw or 0))
     except ValueError:
-        log(f"ignoring invalid COMPOZY_REFERENCE_CHUNK_DELAY {raw!r}")
+        log(f"ignoring an invalid delay {raw!r}")
         return 0.0
+
+
+def parse_auth_methods(raw: str) -> tuple:
+    """COMPOZY_REFERENCE_AUTH_METHODS: a comma list of agent, env and terminal (default: agent)."""
+    kinds = tuple(kind.strip() for kind in raw.split(",") if kind.strip() in AUTH_KINDS)
+    return kinds or ("agent",)
 
 
 def _models_text(env) -> str:
@@ -54,6 +61,14 @@ class Settings:
     models: tuple
     state_dir: Path
     launch_args: tuple = ()  # the arguments after the command, reported by [launch-args]
+    auth_methods: tuple = ("agent",)  # what authMethods lists: agent, env, terminal
+    auth_refuse: bool = False  # authenticate with the agent-type method is refused
+    resume: bool = False  # sessionCapabilities.resume and session/resume
+    close: bool = False  # sessionCapabilities.close and session/close
+    modes: bool = False  # session modes (default, plan) in session/new, load and resume
+    commands: bool = False  # available_commands_update after a session is opened
+    fail_open: bool = False  # session/new, load and resume fail with an error that carries data
+    start_delay: float = 0.0  # seconds before initialize is answered
 
     @classmethod
     def from_env(cls, env, launch_args=()) -> Settings:
@@ -66,7 +81,13 @@ class Settings:
                    fork_fails=env_flag(env, "COMPOZY_REFERENCE_FORK_FAIL"),
                    chunk_delay=parse_delay(env.get("COMPOZY_REFERENCE_CHUNK_DELAY", "")),
                    models=models or DEFAULT_MODELS, state_dir=default_state_dir(env),
-                   launch_args=tuple(launch_args))
+                   launch_args=tuple(launch_args),
+                   auth_methods=parse_auth_methods(env.get("COMPOZY_REFERENCE_AUTH_METHODS", "")),
+                   auth_refuse=env_flag(env, "COMPOZY_REFERENCE_AUTH_REFUSE"),
+                   resume=env_flag(env, "COMPOZY_REFERENCE_RESUME"), close=env_flag(env, "COMPOZY_REFERENCE_CLOSE"),
+                   modes=env_flag(env, "COMPOZY_REFERENCE_MODES"), commands=env_flag(env, "COMPOZY_REFERENCE_COMMANDS"),
+                   fail_open=env_flag(env, "COMPOZY_REFERENCE_FAIL_OPEN"),
+                   start_delay=parse_delay(env.get("COMPOZY_REFERENCE_START_DELAY", "")))
 
     def choices(self) -> dict:
         return {"model": self.models, "reasoning_effort": ("low", "medium", "high"), "speed": ("normal", "fast")}

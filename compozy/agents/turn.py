@@ -16,6 +16,7 @@ from compozy.agents.directives import (
     TITLE_PASS_PREFIX, DirectiveSteps, TurnCancelled, TurnFailed, log, parse_directives, split_context_replay,
     title_of,
 )
+from compozy.agents.reporting import ProtocolSteps
 from compozy.agents.sessions import Session
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def text_update(kind: str, text: str, message_id: str) -> dict:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}, "messageId": message_id}
 
 
-class Turn(DirectiveSteps):
+class Turn(DirectiveSteps, ProtocolSteps):
     """One session/prompt, run on its own thread so cancels and client answers are handled meanwhile."""
 
     def __init__(self, agent: ReferenceAgent, session: Session, request_id, prompt_text: str):
@@ -67,7 +68,8 @@ class Turn(DirectiveSteps):
         except TurnCancelled:
             message = protocol.make_result(self.request_id, self.finish_cancelled())
         except TurnFailed:
-            message = protocol.make_error(self.request_id, protocol.INTERNAL_ERROR, "reference failure")
+            message = protocol.make_error(self.request_id, protocol.INTERNAL_ERROR, "reference failure",
+                                          {"details": "the prompt asked for [fail]"})
         except Exception as error:  # answer the prompt rather than leave the client waiting forever
             log(traceback.format_exc())
             message = protocol.make_error(self.request_id, protocol.INTERNAL_ERROR, f"reference agent error: {error}")

@@ -2,12 +2,13 @@
 
 Layer 6 (surface). One thread follows the session's committed events (resuming by sequence after a
 dropped connection) and prints them; the main thread reads lines and sends them as prompts (the
-daemon applies the configured busy mode while a turn runs), runs slash commands, and answers
-pending permission requests by number or name (anything else typed then is asked again, never sent as a
-prompt). Ctrl-D detaches: the session goes on. Only a live session can be attached (archived is
-session_archived, stopping or stopped session_not_attachable); when it stops while attached (a stop
-from anywhere, an archive with --stop), attach says why and ends. A daemon shutdown is not the
-session ending: the connection drops and attach resumes when the daemon is back.
+daemon applies the configured busy mode while a turn runs), runs slash commands (its own, and the
+agent's, which go to the agent as prompts), and answers pending permission requests by number or name
+(anything else typed then is asked again, never sent as a prompt). While a prompt it sent starts the
+agent, the elapsed seconds tick. Ctrl-D detaches: the session goes on. Only a live session can be
+attached (archived is session_archived, stopping or stopped session_not_attachable); when it stops
+while attached (a stop from anywhere, an archive with --stop), attach says why and ends. A daemon
+shutdown is not the session ending: the connection drops and attach resumes when the daemon is back.
 """
 
 import os
@@ -19,6 +20,7 @@ import click
 
 from compozy.cli.completion import session_argument
 from compozy.cli.follow import Follower
+from compozy.cli.progress import BindingProgress
 from compozy.cli.render import (admission_line, conversation_line, matching_option, options_of, permission_prompt,
                                 print_event)
 from compozy.cli.session import session
@@ -115,10 +117,26 @@ class Attached:
         command, _, rest = text[1:].partition(" ")
         if command in PROMPT_MODES:
             return self.prompt(rest.strip(), command) if rest.strip() else self.say(f"/{command} needs a message")
-        actions = {"cancel": self.cancel, "stop": self.stop, "help": lambda: self.say(HELP)}
-        if command not in actions:
-            return self.say(f"unknown command /{command}; /help lists them")
-        actions[command]()
+        actions = {"cancel": self.cancel, "stop": self.stop, "help": self.help}
+        if command in actions:
+            return actions[command]()
+        if command in {c["name"] for c in self.agent_commands()}:
+            return self.prompt(text, None)  # the agent's own command: ACP sends it as the prompt's text
+        self.say(f"unknown command /{command}; /help lists them")
+
+    def agent_commands(self):
+        """The commands the agent announced (kept in the session's runtime), [] when it announced none."""
+        resource = self.call("session.get.scoped")
+        return ((resource or {}).get("session", {}).get("runtime") or {}).get("available_commands") or []
+
+    def help(self):
+        commands = self.agent_commands()
+        lines = [HELP]
+        if commands:
+            lines.append("the agent's commands (sent to it as a prompt):")
+            lines += [f"  /{one_line(c['name']):<15} {one_line(c.get('description', ''))}"
+                      + (f" ({one_line(c['hint'])})" if c.get("hint") else "") for c in commands]
+        self.say("\n".join(lines))
 
     def answer(self, text):
         """While a permission request is pending, text answers the oldest one by an option's number, name or
@@ -140,8 +158,10 @@ class Attached:
     def prompt(self, message, mode):
         message_id = new_id("msg")
         self.sent.add(message_id)
+        progress = BindingProgress(self.obj, self.session_id).begin()
         answer = self.call("session.prompt", message=message, mode=mode, message_id=message_id,
                            idempotency_key=new_id("idem"))
+        progress.end(ok=answer is not None)
         if answer and answer["prompt"]["disposition"] != "started":
             self.say(admission_line(answer["prompt"]))
 

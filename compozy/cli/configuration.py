@@ -59,7 +59,8 @@ def resolved(config, path):
                               "fallback_chain": [r.runtime() for r in a.fallback_chain]}
                        for name, a in sorted(config.agents.items())},
             "providers": {name: {"command": list(p.command), "found": shutil.which(p.command[0]) is not None,
-                                 "env": sorted(p.env), "handshake_timeout": p.handshake_timeout}
+                                 "env": sorted(p.env), "handshake_timeout": p.handshake_timeout,
+                                 "auth_method": p.auth_method}
                           for name, p in sorted(config.providers.items())},
             "settings": {s.name: config.values.get(s.name, s.default) for s in SETTINGS}}
 

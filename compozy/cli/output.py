@@ -117,6 +117,10 @@ def session_block(session):
     if session.get("failure"):
         failure = session["failure"]
         lines.append(f"Failure       {failure.get('kind')}: {failure.get('summary', '')}")
+        error = failure.get("agent_error")
+        if error:
+            lines.append(f"Agent error   {error.get('message')} ({error.get('code')})"
+                         + (f": {one_line(json.dumps(error['data']))[:300]}" if "data" in error else ""))
     if session.get("archived"):
         lines.append("Archived      yes")
     return "\n".join(lines)

@@ -34,6 +34,13 @@ def print_event(record):
             click.echo(f"[{content.get('stop_reason')}]", err=True)
     elif kind == "error":
         click.echo(f"\nError: {content.get('error')}", err=True)
+    elif kind == "runtime_warning":
+        click.echo(colour(f"\n[{warning_text(content)}]", err=True, dim=True), err=True)
+
+
+def warning_text(content):
+    """A runtime_warning in words (a prompt with no output yet: `no output from claude after 40 s; ...`)."""
+    return str(content.get("text") or content.get("kind") or "runtime warning")
 
 
 def options_of(content):
@@ -98,7 +105,9 @@ def conversation_line(record):
         return colour(f"\n> {content.get('text', '')}", err=True, bold=True)
     if kind == "session_stopped":
         return f"\n[session stopped: {content.get('stop_reason') or content.get('reason') or ''}]"
-    if kind.startswith("runtime_recovery") or kind == "runtime_warning":
+    if kind == "runtime_warning":
+        return f"\n[{warning_text(content)}]"
+    if kind.startswith("runtime_recovery"):
         return f"\n[{kind}]"
     if kind == "permission" and content.get("decision"):
         return answered_permission(content)

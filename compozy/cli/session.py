@@ -15,6 +15,7 @@ from compozy.cli.completion import complete_agents, complete_sessions, complete_
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, fence_line, output_option, quiet_option, session_block, session_table
 from compozy.errors import CompozyError
+from compozy.text import multi_line
 
 
 @cli.group()
@@ -199,7 +200,8 @@ def health(obj, session_id, output):
 @output_option()
 @click.pass_obj
 def inspect(obj, session_id, output):
-    """Everything about a session for debugging: resource, files, process, queue, recent events.
+    """Everything about a session for debugging: resource, files, process, queue, recent events, the agent's
+    stderr (its last lines here, the last 64 KiB with -o json) and the usage each turn recorded.
 
     \b
     Example:
@@ -207,6 +209,9 @@ def inspect(obj, session_id, output):
     """
     document = obj.call("session.inspect", session_id=session_id)
     emit(document, output, _inspect_text)
+
+
+STDERR_LINES = 20
 
 
 def _inspect_text(document):
@@ -219,4 +224,14 @@ def _inspect_text(document):
     lines.append(f"Pending       {len(document['pending_interactions'])} requests")
     for event in document["recent_events"][-10:]:
         lines.append(f"  #{event['sequence']:<5} {event['type']:<26} {event.get('turn_id') or ''}")
+    total = (document.get("usage") or {}).get("total") or {}
+    if total.get("turns"):
+        tokens = " ".join(f"{k}={v}" for k, v in total["tokens"].items())
+        costs = " ".join(f"{c['amount']:g} {c['currency']}" for c in total["cost"])
+        lines.append(f"Usage         {total['turns']} turns  {tokens}" + (f"  cost {costs}" if costs else ""))
+    stderr = document.get("agent_stderr")
+    if stderr and stderr.get("text"):
+        tail = stderr["text"].strip().splitlines()[-STDERR_LINES:]
+        lines.append(f"Agent stderr  ({stderr['source']}, last {len(tail)} lines)")
+        lines += [f"  {multi_line(line)}" for line in tail]
     return "\n".join(lines)

@@ -79,7 +79,8 @@ LINEAGE = obj(["kind", "parent_session_id", "root_session_id", "spawn_depth"],
               spawn_depth=INTEGER, spawn_role=STRING, origin_agent_name=STRING, origin_message_id=STRING)
 SUPERVISION = obj(["work_signals", "sources", "quiet_warning"], work_signals=array(obj(["kind"], kind=STRING)),
                   sources=OBJECT, quiet_warning=nullable(OBJECT))
-FAILURE = obj(["kind"], kind=STRING, summary=STRING)
+FAILURE = obj(["kind"], kind=STRING, summary=STRING, code=STRING, crash_bundle_path=nullable(STRING),
+              agent_error=obj(["code", "message"], code=INTEGER, message=STRING), stderr_tail=array(STRING))
 FENCES = obj(["epoch", "generation", "max_sequence"], epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER)
 SESSION_FIELDS = dict(
     id=STRING, name=nullable(STRING), type=enum(SessionType), agent_name=STRING, workspace_id=STRING,
@@ -151,7 +152,13 @@ SCHEMAS = {
                                           command=array(STRING), started_at=TIMESTAMP, duration_ms=INTEGER,
                                           exit_code=nullable(INTEGER), timed_out=BOOLEAN, output=STRING,
                                           truncated=BOOLEAN, error=nullable(STRING))),
-                      recent_events=array(ref("Event"))),
+                      recent_events=array(ref("Event")),
+                      agent_stderr=nullable(obj(["source", "text"], source=enum(("serving", "last_agent",
+                                                                                  "crash_bundle")),
+                                                text=STRING, provider=STRING, pid=INTEGER, path=STRING)),
+                      usage=obj(["turns", "total"], turns=array(obj(["turn_id"], turn_id=STRING)),
+                                total=obj(["turns", "tokens", "cost"], turns=INTEGER, tokens=OBJECT,
+                                          cost=array(OBJECT)))),
     "Removal": obj(["removed"], removed=obj(["session_id", "workspace_id"], session_id=STRING, workspace_id=STRING)),
     "Workspace": obj(["id", "name", "path", "created_at"], id=STRING, name=STRING, path=STRING, created_at=TIMESTAMP),
     "WorkspaceAnswer": wrapped("workspace", "Workspace"),

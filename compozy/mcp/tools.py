@@ -6,7 +6,8 @@ session of another workspace is session_not_found, as on a scoped route), the ta
 the caller where the tool allows it, and the façade method the table names does the work. The
 governed rules live here: no tool stops, prompts or archives its own caller (a stop names its caller,
 who may stop its own spawned children); every call is decided by the permission mode (reads as
-reads, anything else as an edit) before it runs.
+reads, anything else as an edit) before it runs. A caller has at most
+session.tools.max_concurrent_calls calls in flight; a prompt's `wait` ends when its caller's binding does.
 """
 
 import hashlib
@@ -20,6 +21,8 @@ from compozy.errors import CompozyError, error_body
 log = logging.getLogger("compozy.mcp")
 
 SELF_REFUSED = ("compozy__session_prompt", "compozy__session_stop", "compozy__session_archive")
+PARENT_ONLY = ("compozy__session_stop", "compozy__session_archive")
+DERIVING = ("compozy__session_continue", "compozy__session_fork")
 NATIVE_STOP_DEPRECATION = "compozy__session_stop without an explicit wait is deprecated; send wait true or false"
 
 
@@ -34,7 +37,8 @@ def listing():
 def call(manager, caller, operation, arguments):
     """The CallToolResult of one call: the HTTP document, or isError with the HTTP error body."""
     try:
-        return result(_call(manager, caller, operation, arguments))
+        with manager.tool_call_slot(caller):
+            return result(_call(manager, caller, operation, arguments))
     except CompozyError as exc:
         return result(exc.to_body(), error=True)
     except Exception:  # noqa: BLE001 (a tool call answers, it never takes the server down)
@@ -66,7 +70,8 @@ def _call(manager, caller, operation, arguments):
         if options.get("notify_on_complete") and "prompt" in document:  # the wake comes when the turn ends
             manager.observers["messaging"].watch(caller, target, document["prompt"]["turn_id"])
         if options.get("wait") and "prompt" in document:
-            document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"])
+            document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"],
+                                                     wanted=lambda: manager.still_bound(caller))
     if legacy_stop:
         document["deprecation"] = NATIVE_STOP_DEPRECATION
     return document
@@ -102,6 +107,8 @@ def _keywords(operation, caller, target, fields):
         keywords["query"] = fields
     if api.SESSION_HEADER in operation.headers:
         keywords["identity"] = (caller.id, caller.secret)
-    if operation.tool.name == "compozy__session_stop":
-        keywords["caller_id"] = caller.id  # a parent's agent may stop its own spawned children
+    if operation.tool.name in PARENT_ONLY:
+        keywords["caller_id"] = caller.id  # a parent's agent may stop (or archive --stop) its own spawned children
+    if operation.tool.name in DERIVING:
+        keywords["creator"] = caller.session.record  # held to the limits on what agents create
     return keywords

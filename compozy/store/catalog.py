@@ -201,6 +201,12 @@ class Catalog:
             return dict(db.execute_sql("SELECT state, COUNT(*) FROM sessions WHERE orphaned = 0 AND archived = 0 "
                                        "GROUP BY state").fetchall())
 
+    def tree_size(self, root_id):
+        """The sessions below a root that no TTL governs (provenance, recovery, continue, fork), not archived."""
+        with self.guard.read() as db:
+            return db.execute_sql("SELECT COUNT(*) FROM sessions WHERE orphaned = 0 AND archived = 0 AND "
+                                  "root_session_id = ? AND lineage_kind NOT IN ('', 'spawn')", (root_id,)).fetchone()[0]
+
     def attention_ids(self, limit):
         """Newest sessions carrying a failure or an attention flag."""
         with self.guard.read() as db:

@@ -229,8 +229,14 @@ class EventLog:
             row = db.execute_sql("SELECT document FROM carried_context WHERE singleton = 1").fetchone()
         return json.loads(row[0]) if row else None
 
+    def usage(self):
+        """Each turn's recorded usage, in the order the turns first recorded it: [{turn_id, usage, updated_at}]."""
+        with self._read() as db:
+            rows = db.execute_sql("SELECT turn_id, usage, updated_at FROM token_usage ORDER BY rowid").fetchall()
+        return [{"turn_id": row[0], "usage": json.loads(row[1]), "updated_at": row[2]} for row in rows]
+
     def record_usage(self, turn_id, usage):
-        """The turn's token usage, as the agent last reported it."""
+        """The turn's usage (compozy.session.turns.usage), as the agent last reported it."""
         with self._write():
             usage_model = self._usage_model
             (usage_model.insert(turn_id=turn_id, usage=json.dumps(usage), updated_at=now_iso())

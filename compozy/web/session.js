@@ -17,8 +17,11 @@ export function badges(session) {
   ];
 }
 
-const runtimeText = (runtime) =>
-  runtime ? RUNTIME_FIELDS.map((f) => runtime[f]).filter(Boolean).join(" / ") || "default" : "none";
+const optionText = (o) => `${o.id}=${o.value_id ?? o.bool_value}`;
+const runtimeText = (runtime) => runtime
+  ? [...RUNTIME_FIELDS.map((f) => runtime[f]), ...(runtime.acp_options || []).map(optionText)].filter(Boolean)
+    .join(" / ") || "default"
+  : "none";
 
 function rows(list, pairs) {
   replace(list, pairs.filter(([, value]) => value != null && value !== "")
@@ -95,6 +98,8 @@ export class SessionView {
 
   onEvent(record) {
     this.transcript.add(record);
+    const activity = this.session?.activity;
+    if (activity?.awaiting_output_since && record.type !== "user_message") delete activity.awaiting_output_since;
     if (record.type === "agent_message" || record.type === "thought") return;
     this.tick();
     this.refreshSoon();
@@ -158,9 +163,13 @@ export class SessionView {
     const failure = s.failure;
     $("failure-section").hidden = !failure;
     if (failure) {
+      const error = failure.agent_error;
       rows($("failure"), [["Kind", failure.kind], ["Summary", failure.summary],
+        ["Agent error", error && el("code", {}, `${error.message} (${error.code})${"data" in error ? ": " + JSON.stringify(error.data) : ""}`)],
+        ["Agent stderr", failure.stderr_tail?.length && el("pre", { class: "stderr" }, failure.stderr_tail.join("\n"))],
         ["Crash bundle", failure.crash_bundle_path && el("code", {}, failure.crash_bundle_path)]]);
     }
+    this.renderAgent(s.runtime);
     rows($("health"), [["State", s.state], ["Activity", s.health?.state], ["Health", s.health?.health],
       ["Runtime", [s.runtime.status, s.runtime.transition].filter(Boolean).join(", ")],
       ["Last activity", ago(s.activity?.last_activity_at)], ["Stop reason", s.stop_reason],
@@ -179,6 +188,29 @@ export class SessionView {
       ...this.derivationRows(s.derivation)]);
   }
 
+  // The agent's own commands (a click puts one in the composer) and its session modes (a runtime option).
+  renderAgent(runtime) {
+    const commands = runtime.available_commands || [];
+    $("commands-section").hidden = !commands.length;
+    replace($("commands"), commands.map((c) => el("li", {},
+      el("button", { type: "button", class: "link", onclick: () => this.useCommand(c.name) }, `/${c.name}`), " ",
+      el("span", { class: "muted" }, c.description || ""), c.hint ? el("span", { class: "muted" }, ` (${c.hint})`) : "")));
+    const modes = runtime.modes;
+    const select = $("runtime-form").elements.mode;
+    select.closest("label").hidden = !modes;
+    if (!modes) return;
+    const chosen = select.value;
+    replace(select, el("option", { value: "" }, `current: ${modes.current ?? "?"}`),
+      modes.available.map((m) => el("option", { value: m.id, title: m.description || "" }, m.name || m.id)));
+    select.value = chosen;
+  }
+
+  useCommand(name) {
+    const box = $("message");
+    box.value = `/${name} ${box.value}`;
+    box.focus();
+  }
+
   derivationRows(d) {
     if (!d) return [];
     return [["Origin", originText(d)], ["Context", contextText(d)],
@@ -186,13 +218,21 @@ export class SessionView {
       ["First prompt", d.first_prompt]];
   }
 
-  // The working status line, e.g. "Working for 42m · quiet for 12m", from activity and supervision.
+  // The working status line, e.g. "Working for 42m · quiet for 12m", from activity and supervision; while the
+  // agent starts, "Starting claude… 8s"; while a sent prompt has no output yet, for how long.
   tick() {
     const s = this.session;
     const line = $("working");
+    const starting = s?.activity?.starting;
+    if (starting) {
+      const who = starting.provider === starting.agent ? starting.agent : `${starting.agent} (${starting.provider})`;
+      return replace(line, `Starting ${who}… ${duration(secondsSince(starting.since))}`);
+    }
     if (!s?.activity?.turn_in_flight) return replace(line);
     const started = this.transcript.turnStarts.get(s.activity.current_turn_id);
     const parts = [started ? `Working for ${duration(secondsSince(started))}` : "Working"];
+    const waiting = s.activity.awaiting_output_since;
+    if (waiting) parts.push(`no output from the agent for ${duration(secondsSince(waiting))}`);
     const quiet = s.supervision?.quiet_warning;
     if (quiet) parts.push(`quiet for ${duration(secondsSince(quiet.since) + (quiet.quiet_after_seconds || 0))}`);
     if (s.supervision?.work_signals?.some((signal) => signal.kind === "pending_permission")) {
@@ -257,6 +297,7 @@ export class SessionView {
 
   async selectRuntime(form) {
     const runtime = Object.fromEntries(RUNTIME_FIELDS.map((f) => [f, form.elements[f].value.trim()]).filter(([, v]) => v));
+    if (form.elements.mode.value) runtime.acp_options = [{ id: "mode", value_id: form.elements.mode.value }];
     if (await this.act("PUT", "/runtime", { runtime, expected_revision: this.session.runtime.selection_revision })) form.reset();
   }
 }

@@ -119,6 +119,10 @@ class Run:
                 raise ScenarioError(f"{op}: {problem}")
         if "message_contains" in expect and expect["message_contains"] not in (outcome.message or ""):
             raise ScenarioError(f"{op}: message {outcome.message!r} lacks {expect['message_contains']!r}")
+        if "details" in expect and isinstance(outcome.document, dict):  # the CLI prints the message only
+            problem = mismatch(expect["details"], outcome.document.get("details") or {}, "details")
+            if problem:
+                raise ScenarioError(f"{op}: {problem}")
 
     def _expect_cli(self, op, expect, outcome):
         wanted_exit = expect.get("cli_exit", _error_exit(outcome) if expect.get("error") else 0)

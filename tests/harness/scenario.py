@@ -14,7 +14,7 @@ STEP_KINDS = ("do", "await", "gate", "signal", "restart", "sleep")
 STEP_KEYS = {"do": {"do", "with", "expect", "save", "note", "surfaces"},
              "await": {"await", "note"}, "gate": {"gate", "note"}, "signal": {"signal", "note"},
              "restart": {"restart", "note"}, "sleep": {"sleep", "note"}}
-EXPECT_KEYS = {"result", "error", "http_status", "cli_exit", "stdout_contains", "message_contains"}
+EXPECT_KEYS = {"result", "error", "http_status", "cli_exit", "stdout_contains", "message_contains", "details"}
 SURFACES = ("inproc", "http", "cli")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s)$")
 

@@ -28,20 +28,20 @@ def _log(tmp_path, turns=3):
 def test_a_page_as_large_as_the_history_folds_like_the_whole_records(tmp_path, archive):
     log = _log(tmp_path)
     log.archive(3, 8)
-    expected = fold_history(log.read_all(archive=archive))
+    expected = fold_history(log.read_all(archive=archive), secrets=())
     records, page = historypage.page(log, archive, limit=1000)
-    assert fold_history(records) == expected
+    assert fold_history(records, secrets=()) == expected
     assert expected and page["has_more"] is False and page["has_newer"] is False
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 5])
 def test_paging_back_and_forth_covers_every_message_once(tmp_path, limit):
     log = _log(tmp_path, turns=7)
-    expected = fold_history(log.read_all())
+    expected = fold_history(log.read_all(), secrets=())
     pages, before = [], None
     while True:
         records, page = historypage.page(log, before_sequence=before, limit=limit)
-        pages.insert(0, fold_history(records))
+        pages.insert(0, fold_history(records, secrets=()))
         assert len(pages[0]) == limit or not page["has_more"]
         if not page["has_more"]:
             break
@@ -50,7 +50,7 @@ def test_paging_back_and_forth_covers_every_message_once(tmp_path, limit):
     forward, after = [], 0
     while True:
         records, page = historypage.page(log, after_sequence=after, limit=limit)
-        forward += fold_history(records)
+        forward += fold_history(records, secrets=())
         if not page["has_newer"]:
             break
         after = page["after_sequence"]
@@ -59,11 +59,11 @@ def test_paging_back_and_forth_covers_every_message_once(tmp_path, limit):
 
 def test_a_cursor_inside_a_message_keeps_the_message_whole(tmp_path):
     log = _log(tmp_path, turns=2)
-    expected = fold_history(log.read_all())
+    expected = fold_history(log.read_all(), secrets=())
     records, page = historypage.page(log, before_sequence=4, limit=5)  # sequence 4: the answer's third chunk
-    assert fold_history(records) == expected[:2] and page["has_newer"] is True
+    assert fold_history(records, secrets=()) == expected[:2] and page["has_newer"] is True
     records, _ = historypage.page(log, after_sequence=3, limit=5)  # the answer began before: not here
-    assert fold_history(records) == expected[2:]
+    assert fold_history(records, secrets=()) == expected[2:]
 
 
 def test_a_page_reads_rows_near_its_cursor(tmp_path, monkeypatch):
@@ -77,7 +77,7 @@ def test_a_page_reads_rows_near_its_cursor(tmp_path, monkeypatch):
             yield row
     monkeypatch.setattr(historypage, "_rows", counting)
     records, page = historypage.page(log, limit=4)
-    assert len(fold_history(records)) == 4 and page["has_more"]
+    assert len(fold_history(records, secrets=())) == 4 and page["has_more"]
     assert len(fetched) < 4 * 6 + historypage.FIRST_BATCH * 2
 
 

@@ -16,9 +16,10 @@ Layer 0: errors imports nothing from compozy; ids, states and clock may import e
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
 siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api (the operation table), errors, ids, text and other cli modules at module level, and paths,
-config and location lazily (inside a function), never manager, http, daemon or session. Two lazy imports are
-named by the style guide itself: `cli.daemon` imports `daemon.process` inside `daemon run`, and `cli.agent`
-imports `agents.reference` for the hidden `agent reference` command the zipapp uses.
+config and location lazily (inside a function), never manager, http, daemon or session. Three lazy imports are
+named by the style guide itself: `cli.daemon` imports `daemon.process` inside `daemon run`, `cli.agent`
+imports `agents.reference` for the hidden `agent reference` command the zipapp uses, and `acp.login` for
+`agent login` (a person logs an agent in on this machine, in this terminal: the CLI is the ACP client then).
 agents.reference and agents.directives import only acp.protocol, each other, and the stdlib.
 Each third-party library is imported only in its layer's modules.
 """
@@ -34,7 +35,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "compozy"
 
 LAYER_OF = {
     "compozy": 0, "compozy.errors": 0, "compozy.states": 0, "compozy.ids": 0, "compozy.clock": 0,
-    "compozy.location": 0, "compozy.text": 0, "compozy.launch_aliases": 0,
+    "compozy.location": 0, "compozy.text": 0, "compozy.launch_aliases": 0, "compozy.config_problems": 0,
     "compozy.config": 1, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
     "compozy.store": 2, "compozy.acp.protocol": 2, "compozy.acp.translate": 2, "compozy.serialize": 2,
     "compozy.api": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.acp": 3,
@@ -51,7 +52,8 @@ AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compo
                  "compozy.agents.turn", "compozy.agents.settings", "compozy.agents.tools")
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.text")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
-CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference")}
+CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference"),
+                  ("compozy.cli.agent", "compozy.acp.login")}
 
 # Third-party top-level names and the modules allowed to import them.
 THIRD_PARTY = {

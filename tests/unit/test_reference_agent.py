@@ -620,7 +620,8 @@ def test_fail_answers_with_an_error_after_earlier_output(spawn, workdir):
     session_id, _ = open_session(agent, workdir)
     response, seen = prompt(agent, session_id, "[chunks 1] [fail] unreachable")
     assert reply_text(seen) == "chunk 1 "
-    assert response.error == {"code": -32603, "message": "reference failure"}
+    assert response.error == {"code": -32603, "message": "reference failure",
+                              "data": {"details": "the prompt asked for [fail]"}}
 
 
 def test_exit_and_stderr_directives(spawn, workdir):

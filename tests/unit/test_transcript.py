@@ -32,20 +32,20 @@ def _texts(found):
 
 def test_a_running_turn_is_left_out_and_said_to_be():
     events = _turn(1, "t1", "one", "echo one") + _turn(10, "t2", "two", "partial", settled=False)
-    found = carry(events, LIMITS)
+    found = carry(events, LIMITS, secrets=())
     assert _texts(found) == ["one", "echo one", RUNNING_NOTE]
     assert found.source_turn_in_progress and found.through_turn_id == "t1"
     assert found.bounded.message_count == 2 and found.source_message_count == 4
 
 
 def test_a_turn_still_binding_counts_as_running_though_it_wrote_nothing():
-    found = carry(_turn(1, "t1", "one", "echo one"), LIMITS, turn_running=True)
+    found = carry(_turn(1, "t1", "one", "echo one"), LIMITS, turn_running=True, secrets=())
     assert found.source_turn_in_progress and _texts(found)[-1] == RUNNING_NOTE
 
 
 def test_a_cut_carries_its_message_and_its_turn_and_nothing_after():
     events = _turn(1, "t1", "one", "echo one", steer="faster") + _turn(10, "t2", "two", "echo two")
-    found = carry(events, LIMITS, message_id="s-t1")  # a steering message cuts through its own turn
+    found = carry(events, LIMITS, message_id="s-t1", secrets=())  # a steering message cuts through its own turn
     assert _texts(found) == ["one", "faster", "echo one"]
     assert found.cut.to_dict() == {"message_id": "s-t1", "turn_id": "t1", "turn_settled": True}
     assert found.through_turn_id == "t1" and not found.source_turn_in_progress
@@ -53,17 +53,17 @@ def test_a_cut_carries_its_message_and_its_turn_and_nothing_after():
 
 def test_an_unsettled_cut_is_reported_and_an_unknown_message_is_not_found():
     events = _turn(1, "t1", "one", "echo one") + _turn(10, "t2", "two", settled=False)
-    found = carry(events, LIMITS, message_id="m-t2")
+    found = carry(events, LIMITS, message_id="m-t2", secrets=())
     assert found.cut.settled is False and _texts(found) == ["one", "echo one"]
     with pytest.raises(CompozyError) as missing:
-        carry(events, LIMITS, message_id="m-nowhere")
+        carry(events, LIMITS, message_id="m-nowhere", secrets=())
     assert missing.value.code == "message_not_found"
 
 
 def test_an_earlier_hop_is_flattened_in_front_once_with_its_omissions_counted():
     prior = CarriedContext("continue", "sess_a", "general", [{"role": "user", "text": "first"}, omission_note(4),
                                                              {"role": "assistant", "text": "late"}], 4, True)
-    found = carry(_turn(1, "t1", "one", "echo one"), LIMITS, prior=prior)
+    found = carry(_turn(1, "t1", "one", "echo one"), LIMITS, prior=prior, secrets=())
     assert _texts(found) == ["first", omission_note(4)["text"], "late", "one", "echo one"]
     assert found.bounded.omitted_count == 4 and found.bounded.truncated
 

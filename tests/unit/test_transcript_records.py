@@ -54,8 +54,8 @@ def test_joined_runs_carry_what_every_record_carries(tmp_path, message_id):
     log = _log(tmp_path)
     records = log.transcript_records(log.max_active_sequence())
     assert len(records) < len(_whole(log)) / 2
-    assert _carried(carry(records, LIMITS, message_id=message_id)) == \
-        _carried(carry(_whole(log), LIMITS, message_id=message_id))
+    assert _carried(carry(records, LIMITS, message_id=message_id, secrets=())) == \
+        _carried(carry(_whole(log), LIMITS, message_id=message_id, secrets=()))
 
 
 def test_a_read_through_an_earlier_sequence_stops_there(tmp_path):
@@ -63,8 +63,8 @@ def test_a_read_through_an_earlier_sequence_stops_there(tmp_path):
     through = next(r["sequence"] for r in _whole(log) if r["type"] == "error")
     records = log.transcript_records(through)
     assert records[-1]["type"] == "error"
-    assert _carried(carry(records, LIMITS)) == \
-        _carried(carry([r for r in _whole(log) if r["sequence"] <= through], LIMITS))
+    assert _carried(carry(records, LIMITS, secrets=())) == \
+        _carried(carry([r for r in _whole(log) if r["sequence"] <= through], LIMITS, secrets=()))
 
 
 @pytest.mark.parametrize("in_memory", [True, False])  # False: an SQLite without serialize (before 3.36)

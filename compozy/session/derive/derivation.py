@@ -22,6 +22,7 @@ from compozy.session.derive.children import admitted, child_record
 from compozy.session.derive.rewind import derivable
 from compozy.session.derive.sources import snapshot
 from compozy.session.records.feed import catalog_changed
+from compozy.session.records.governed import check_agent_creation
 from compozy.session.records.snapshots import FIELDS as RUNTIME_FIELDS
 from compozy.session.records.snapshots import check_snapshot, layer
 from compozy.session.records.transcript import check_fences, expected_fences
@@ -108,11 +109,12 @@ class Deriver:
     def derived(self):
         return self.services.catalog.derived
 
-    def derive(self, request):
-        """The Outcome of a continue or fork; one (workspace, key) creates at most one session."""
+    def derive(self, request, creator=None):
+        """The Outcome of a continue or fork; one (workspace, key) creates at most one session. creator: the
+        record of the agent's session that asks, held to the limits on what agents create."""
         with self._stripes[hash((request.workspace_id, request.key)) % KEY_STRIPES]:
             existing = self.derived.derivation(request.workspace_id, request.key)
-            outcome = self._create(request) if existing is None else self._recorded(existing, request)
+            outcome = self._create(request, creator) if existing is None else self._recorded(existing, request)
         return self._first_prompt(outcome, request)
 
     def _recorded(self, existing, request):
@@ -125,9 +127,13 @@ class Deriver:
             return Outcome(None, existing["result"], replayed=True, child_deleted=True)
         return Outcome(child.record, child.record.derivation, replayed=True)
 
-    def _create(self, request):
+    def _create(self, request, creator=None):
         source = self.sessions(request.source_id, request.workspace_id)
         self._check_source(source.record)
+        if creator is not None:
+            check_agent_creation(self.services.catalog, creator, {
+                "kind": request.kind, "spawn_depth": 0,
+                "root_session_id": (source.record.lineage or {}).get("root_session_id") or source.id})
         agent = self.services.config.agent(request.agent_name or source.record.agent_name)
         if request.route is not None and request.route > len(agent.fallback_chain):
             raise CompozyError("route_not_found", f'agent "{agent.name}" declares {len(agent.fallback_chain)} '

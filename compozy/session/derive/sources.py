@@ -33,7 +33,8 @@ def snapshot(session, services, message_id=None):
         events = session.log.transcript_records(max_sequence)
         turn_running = session.turn is not None
         native = message_id is None and native_fork_possible(session, services.catalog)
-    found = carry(events, limits_of(services.config), session.carried(), message_id, turn_running)
+    found = carry(events, limits_of(services.config), session.carried(), message_id, turn_running,
+                  secrets=session.read_secrets())
     return Snapshot(found, fences, native)
 
 

@@ -57,7 +57,7 @@ class Children:
                                         "parent_mode": permission_mode(config, parent)}}
             record = create_session({**body, "workspace": parent.workspace_id, "parent_session_id": parent.id},
                                     config=config, workspaces=self.workspaces, store=self.services.store,
-                                    spawn=metadata)
+                                    spawn=metadata, creator=parent)
         self._schedule(record)
         log.info("session %s spawned child %s (role %s, ttl %s)", parent.id, record.id, role, ttl[0])
         return record

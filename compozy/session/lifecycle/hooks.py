@@ -2,9 +2,12 @@
 
 Layer 4. A hook runs on a thread of its own, in its own process group, with the event as JSON on
 stdin, the session's workspace as its directory, and a time bound (its `timeout`; the group is
-killed when it is used up). Each run is recorded in the session's events.db (event, command, exit
-code, duration, the first OUTPUT_LIMIT bytes of its output) and read back by inspect. Nothing a
-hook does reaches the session: a hook that fails, hangs or cannot start is only a recorded run.
+killed when it is used up). Its environment is the daemon's without any secret-named variable (the
+daemon's token, API keys): the workspace it runs in is the agents', and a hook needs none of them.
+Each run is recorded in the session's events.db (event, command, exit code, duration, the first
+OUTPUT_LIMIT bytes of its output, secrets redacted from the output and the command) and read back by
+inspect. Nothing a hook does reaches the session: a hook that fails, hangs or cannot start is only a
+recorded run.
 
 Events: session.post_create, session.post_stop (a lifecycle stop; an idle release is no stop),
 agent.stopped (any agent process ending: stop, crash, replacement, idle release), turn.end,
@@ -21,6 +24,7 @@ import time
 
 from compozy.clock import now_iso
 from compozy.location import child_environment
+from compozy.redact import redact, without_secrets
 from compozy.states import SessionState
 from compozy.store import hookruns
 
@@ -89,6 +93,7 @@ class Hooks:
             outcome = self._execute(record, hook, payload)
             run = {"event": hook.event, "command": list(hook.command), "started_at": started_at,
                    "duration_ms": round((time.monotonic() - started) * 1000), **outcome}
+            run = self._redacted(run)
         try:
             hookruns.record(self.services.store.events(record), run)
         except Exception:  # noqa: BLE001 (the session may be gone: removed while its hook ran)
@@ -97,8 +102,16 @@ class Hooks:
             log.warning("session %s: hook %s exited %s%s", record.id, hook.event, run["exit_code"],
                         " (timed out)" if run["timed_out"] else "")
 
+    def _redacted(self, run):
+        """The run as inspect may show it: the known secrets and credential-shaped text out of its output,
+        error and command (the daemon's environment, every provider's env)."""
+        known = {name: value for provider in self.services.config.providers.values()
+                 for name, value in provider.env.items()}
+        return {**run, "command": [redact(part, known) for part in run["command"]],
+                "output": redact(run["output"], known), "error": redact(run["error"], known)}
+
     def _execute(self, record, hook, payload):
-        env = child_environment({"COMPOZY_HOOK_EVENT": hook.event, "COMPOZY_SESSION_ID": record.id})
+        env = without_secrets(child_environment({"COMPOZY_HOOK_EVENT": hook.event, "COMPOZY_SESSION_ID": record.id}))
         cwd = record.cwd if os.path.isdir(record.cwd or "") else None
         try:
             process = subprocess.Popen(hook.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

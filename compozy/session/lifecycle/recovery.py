@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from compozy.acp.client import BindFailure
 from compozy.clock import iso_from_epoch
-from compozy.session.lifecycle.crash import exit_summary, write_bundle
+from compozy.session.lifecycle.crash import exit_failure, exit_summary
 from compozy.session.records.replay import replay_prompt
-from compozy.states import FailureKind, RuntimeStatus, RuntimeTransition, SessionState, StopReason
+from compozy.states import RuntimeStatus, RuntimeTransition, SessionState, StopReason
 
 log = logging.getLogger("compozy.recovery")
 
@@ -112,7 +112,8 @@ class Recovery:
             # The interrupted turn's own partial output stays in the log; the context is what came before.
             prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
             text, _ = replay_prompt(prior, turn.message, self.services.config, session.id, "automatic_recovery",
-                                    session.carried(), self.services.identities.endpoints is not None)
+                                    session.carried(), self.services.identities.endpoints is not None,
+                                    secrets=session.read_secrets())
         session.append_event("runtime_recovery_succeeded", {"attempt": turn.recovery["attempt"],
                                                             "generation": turn.recovery["generation"],
                                                             "session_load": replay_reason is None}, turn.id)
@@ -126,8 +127,7 @@ class Recovery:
         error = give_up.error
         session.append_event("runtime_recovery_exhausted", {"attempts": give_up.attempts, "error": error[:500]},
                              turn.id)
-        bundle = write_bundle(self.services.home, session, give_up.lost, FailureKind.PROCESS_EXIT.value, error)
-        failure = {"kind": FailureKind.PROCESS_EXIT.value, "summary": error[:500], "crash_bundle_path": bundle}
+        failure = exit_failure(self.services.home, session, give_up.lost, error)
         runtime = session.runtime_with(status=RuntimeStatus.UNBOUND, transition="", recovery=None, process=None,
                                        effective=None)
         session.change_state(SessionState.STOPPING)
@@ -147,8 +147,7 @@ def lost_outside_turn(services, session, runtime):
             return
         session.runtime = None
     error = exit_summary(runtime)
-    bundle = write_bundle(services.home, session, runtime, FailureKind.PROCESS_EXIT.value, error)
-    failure = {"kind": FailureKind.PROCESS_EXIT.value, "summary": error, "crash_bundle_path": bundle}
+    failure = exit_failure(services.home, session, runtime, error)
     session.append_event("runtime_warning", {"text": f"agent process exited outside a turn: {error}",
                                              "failure": failure})
     session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)

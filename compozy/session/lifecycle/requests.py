@@ -33,23 +33,29 @@ def stop(stopper, session, body, caller_id=None):
     return StopAnswer.ACCEPTED, {"status": SessionState.STOPPING.value, "session_id": session.id}
 
 
-def stop_for(stopper, session, cause, failure_code):
+def stop_for(stopper, session, cause, failure_code, detail=None):
     """Stop and wait; an unverified stop refuses whatever was meant to follow."""
-    outcome, _ = stopper.request(session, cause, wait=True)
+    outcome, _ = stopper.request(session, cause, wait=True, detail=detail)
     if not outcome.get("verified"):
         raise CompozyError(failure_code, "the session could not be stopped with verified exit",
                            outcome=outcome)
     return outcome
 
 
-def archive(stopper, session, stop_first):
+def archive(stopper, session, stop_first, caller_id=None):
+    """caller_id: the session whose agent asks (the native archive tool); the stop first follows the stop's
+    rule: a daemon-managed session is stopped only by its parent's agent."""
     if session.record.archived:
         return session.record
     if session.state != SessionState.STOPPED:
         if not stop_first:
             raise CompozyError("session_not_stopped", "only a stopped session is archived; pass stop=true "
                                "(the native tool's stop: true) to stop it first", state=session.state)
-        stop_for(stopper, session, StopCause.ARCHIVE, "session_archive_stop_failed")
+        by_parent = caller_id is not None and is_spawned_child_of(session.record, caller_id)
+        if not by_parent:
+            refuse_user_action(session.record, "stopped")
+        detail = f"stopped by its parent session {caller_id}" if by_parent else None
+        stop_for(stopper, session, StopCause.ARCHIVE, "session_archive_stop_failed", detail)
     with session.lock:
         if session.state != SessionState.STOPPED:
             raise CompozyError("session_archive_stop_failed", "the session did not stay stopped")

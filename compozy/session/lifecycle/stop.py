@@ -1,6 +1,7 @@
 """The verified stop ladder: active -> stopping -> stopped only when no agent process survives.
 
-Layer 4. Cooperative first (the agent asked to cancel, then stdin closed) for session.stop.cooperative_grace,
+Layer 4. Cooperative first (the agent asked to cancel, its ACP session closed when it offers that, then
+stdin closed) for session.stop.cooperative_grace,
 then SIGTERM+SIGCONT to the group (5 s), then SIGKILL (5 s), all on monotonic deadlines. Exit is
 proven by PID plus start time; when it cannot be, the session stays stopping with attention.
 """
@@ -9,6 +10,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
+from compozy.acp.client import close_session
 from compozy.clock import iso_from_epoch
 from compozy.session.lifecycle.recorded import prove_exit
 from compozy.states import (STOP_REASON_BY_CAUSE, Attention, RuntimeStatus, SessionState, StopCause)
@@ -16,6 +18,7 @@ from compozy.states import (STOP_REASON_BY_CAUSE, Attention, RuntimeStatus, Sess
 log = logging.getLogger("compozy.stop")
 
 TERM_GRACE = 5.0
+CLOSE_GRACE = 5.0  # at most this much of the cooperative grace waits for the ACP session to close
 KILL_GRACE = 5.0
 WORKER_SETTLE = 5.0
 STOP_DETAILS = {StopCause.INACTIVITY: "inactivity", StopCause.SHUTDOWN: "daemon shutdown",
@@ -98,6 +101,7 @@ class Stopper:
         turn = session.turn
         if turn is not None:
             turn.ended.wait(max(0.0, deadline - self.clock.monotonic()))
+        close_session(runtime, min(CLOSE_GRACE, deadline - self.clock.monotonic()))
         runtime.process.close_stdin()
         exited = runtime.process.wait_exit(max(0.0, deadline - self.clock.monotonic()))
         # Even after a cooperative exit, stragglers of its group or descendants must be proven gone.

@@ -1,9 +1,9 @@
 """Supervision: one APScheduler sweeper owns every timer over live sessions.
 
 Layer 4 (the only module that imports APScheduler). Each tick evaluates, from in-memory state
-rebuilt at boot: cancel escalation, recovery backoff, the silence watchdog, the prompt budget,
-runtime_progress events, permission timeouts and idle runtime release. Nothing here is persisted
-as a keep-alive flag.
+rebuilt at boot: cancel escalation, recovery backoff, the first-output warnings, the silence watchdog,
+the prompt budget, runtime_progress events, permission timeouts and idle runtime release. Nothing here
+is persisted as a keep-alive flag.
 """
 
 import logging
@@ -22,6 +22,7 @@ from compozy.states import MarkerKind, RuntimeStatus, SessionState, StopCause
 log = logging.getLogger("compozy.supervision")
 
 SWEEP_SECONDS = 0.25
+NO_OUTPUT_STDERR_LINES = 5
 
 
 class Supervisor:
@@ -81,6 +82,7 @@ class Supervisor:
             turn.wake.set()
         if sources.verified_tools or outside_work(session):
             turn.last_work = now  # a verified running tool, or a reply awaited, is fresh work
+        self._first_output(session, turn, now, config["session.supervision.first_output_after"])
         self._watchdog(session, turn, now, config, blocked=sources.worst == UNKNOWN)
         budget = config["session.supervision.prompt_deadline"]
         if budget and now - turn.started_at >= budget and not turn.deadline_hit and turn.prompting:
@@ -96,6 +98,18 @@ class Supervisor:
                             "idle_seconds": round(now - turn.last_progress, 1),
                             "last_activity_at": session.activity.get("last_activity_at"),
                             "current_tools": sorted(turn.open_tools)}}, turn.id)
+
+    @staticmethod
+    def _first_output(session, turn, now, after):
+        """A sent prompt the agent has not answered with anything yet: a runtime_warning (no_output) after
+        `after` seconds, again at each doubling of the wait; a warning only, never a stop."""
+        if not after or turn.output_seen or turn.prompt_sent_at is None or not turn.prompting:
+            return
+        waited = now - turn.prompt_sent_at
+        if waited < after * 2 ** turn.no_output_warnings:
+            return
+        turn.no_output_warnings += 1
+        session.append_event("runtime_warning", no_output_warning(session, waited), turn.id)
 
     def _watchdog(self, session, turn, now, config, blocked):
         """Silence accrues only while the agent owes the turn work and no work signal is fresh; any
@@ -121,7 +135,8 @@ class Supervisor:
 
     def _idle_release(self, session, now, release_after):
         runtime = session.runtime
-        if not release_after or runtime is None or not runtime.alive or not runtime.supports_load:
+        if not release_after or runtime is None or not runtime.alive or not (runtime.supports_load
+                                                                             or runtime.supports_resume):
             return
         if session.idle_since is None or now - session.idle_since < release_after:
             return
@@ -155,3 +170,16 @@ class Supervisor:
                 log.error("session %s: idle release could not prove exit of pid %s", session.id, runtime.process.pid)
         finally:
             session.releasing = False
+
+
+def no_output_warning(session, waited):
+    """The runtime_warning of a prompt with no output yet: how long, from which agent, and its recent stderr."""
+    runtime = session.runtime
+    agent = runtime.provider.name if runtime is not None else session.record.agent_name
+    content = {"kind": "no_output", "waited_seconds": round(waited), "agent": agent,
+               "text": f"no output from {agent} after {waited:.0f} s"}
+    tail = runtime.process.stderr_tail(NO_OUTPUT_STDERR_LINES).splitlines() if runtime is not None else []
+    if tail:
+        content["stderr_tail"] = tail
+        content["text"] += f"; its stderr: {tail[-1][:200]}"
+    return content

@@ -6,15 +6,19 @@ Layer 4. Creation never accepts a prompt or runtime selector.
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_id
+from compozy.session.records.governed import check_agent_creation
 from compozy.session.records.store import new_record
 from compozy.states import CREATE_LINEAGE_KINDS, LineageKind, SessionType
 
 
-def create_session(body, *, config, workspaces, store, caller=None, spawn=None, session_type=SessionType.USER):
+def create_session(body, *, config, workspaces, store, caller=None, spawn=None, session_type=SessionType.USER,
+                   creator=None):
     """caller: the bound agent creating it (compozy.session.turns.identity.Caller), its parent by default
     when the new session lands in the caller's workspace (creation provenance). spawn: the metadata of a
     governed child (compozy.session.lifecycle.children), which makes it a `spawned` session. session_type:
-    the daemon's other own creations pass theirs; a body may only ask for a user session."""
+    the daemon's other own creations pass theirs; a body may only ask for a user session. creator: the
+    record of the agent's session that asks (the caller's, or a spawn's parent), held to the limits on
+    what agents create (records/governed.py)."""
     body = v.check_body(body, v.CREATE_FIELDS)
     if ("workspace" in body) == ("workspace_path" in body):
         raise invalid("give exactly one of workspace or workspace_path")
@@ -30,6 +34,9 @@ def create_session(body, *, config, workspaces, store, caller=None, spawn=None, 
     session_type = str(session_type)
     if spawn is not None:
         lineage, session_type = {**lineage, "kind": LineageKind.SPAWN.value, "spawn_role": spawn["role"]}, "spawned"
+    creator = creator or (caller.session.record if caller is not None else None)
+    if creator is not None:
+        check_agent_creation(store.catalog, creator, lineage)
     record = new_record(session_id, name=body.get("name"), session_type=session_type,
                         agent_name=agent.name, workspace_id=workspace["id"], cwd=workspace["path"],
                         lineage=lineage)

@@ -5,10 +5,13 @@ Layer 4. A spawned child records the permission mode it runs under when it is cr
 than its parent's: its own mode is the narrowest of that and the daemon's `permissions.mode`.
 """
 
+from compozy.clock import epoch_from_iso
 from compozy.errors import CompozyError
-from compozy.states import PermissionMode, SessionType
+from compozy.states import LineageKind, PermissionMode, SessionType
 
 DAEMON_MANAGED = (SessionType.SYSTEM, SessionType.COORDINATOR, SessionType.SPAWNED)
+MAX_AGENT_DEPTH = 3  # a session an agent creates is at most this many levels below its root
+MAX_AGENT_TREE = 20  # sessions no TTL governs below one root (not archived), when an agent adds one
 NARROWNESS = (PermissionMode.APPROVE_ALL, PermissionMode.APPROVE_READS, PermissionMode.DENY_ALL)  # wide -> narrow
 
 
@@ -26,6 +29,40 @@ def refuse_user_action(record, action):
     if is_daemon_managed(record):
         raise CompozyError("session_daemon_managed", f"session {record.id} is daemon-managed ({record.type}); "
                            f"it cannot be {action} by a user", session_id=record.id, session_type=record.type)
+
+
+def refuse_expired(record, now):
+    """A governed child past its TTL (spawn.expires_at) never runs again: no prompt admits it, no bind
+    starts its agent, no reply wake resumes it."""
+    expires = ((record.extra or {}).get("spawn") or {}).get("expires_at")
+    if expires and epoch_from_iso(expires) <= now:
+        raise CompozyError("session_expired", f"session {record.id} is a governed child whose TTL ended at "
+                           f"{expires}; it does not run again", session_id=record.id, expires_at=expires)
+
+
+def check_agent_creation(catalog, creator, lineage):
+    """A session the agent of `creator` (its session's record) asks for, with this lineage (create, spawn,
+    continue, fork; the tool or the identity headers). A governed session creates none (spawned children,
+    like the daemon's own sessions, are leaves: nothing they make outlives their TTL); one below a root is
+    at most MAX_AGENT_DEPTH deep, and a root's tree holds at most MAX_AGENT_TREE sessions no TTL governs.
+    A new root (a create in another workspace) joins no tree."""
+    if is_daemon_managed(creator):
+        raise CompozyError("spawn_depth_exceeded", f"session {creator.id} is {creator.type}: a governed session "
+                           "creates no sessions", session_id=creator.id, session_type=creator.type)
+    kind = lineage.get("kind") or LineageKind.ROOT.value
+    if kind == LineageKind.ROOT:
+        return
+    depth = int(lineage.get("spawn_depth") or 0)
+    if depth > MAX_AGENT_DEPTH:
+        raise CompozyError("spawn_depth_exceeded", f"a session created by {creator.id} would be {depth} levels "
+                           f"below its root; agents create at most {MAX_AGENT_DEPTH} levels deep",
+                           session_id=creator.id, session_type=creator.type, limit=MAX_AGENT_DEPTH)
+    root = lineage["root_session_id"]
+    size = catalog.tree_size(root) if kind != LineageKind.SPAWN else 0
+    if size >= MAX_AGENT_TREE:
+        raise CompozyError("session_tree_limit_reached", f"the tree of root session {root} already holds {size} "
+                           f"sessions created below it (at most {MAX_AGENT_TREE}); archive some first",
+                           root_session_id=root, limit=MAX_AGENT_TREE, sessions=size)
 
 
 def narrowest(*modes):

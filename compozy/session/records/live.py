@@ -17,13 +17,15 @@ from compozy.session.records.feed import Feed, attention_changed, catalog_change
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
 from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS, RuntimeStatus
-from compozy.text import compact_json
+from compozy.text import MAX_CONTENT_DEPTH, compact_json, map_document, may_nest_deeper
 
 log = logging.getLogger("compozy.session")
 
 USER_MESSAGE = "user_message"  # the user's own words, stored as given
 
 PROCESSLESS = (RuntimeStatus.UNBOUND.value, RuntimeStatus.RECOVERING.value)  # no process serves the session
+COMMANDS_UPDATE = "available_commands_update"  # the system event that announces the agent's commands
+NOT_AN_ANSWER = ("system", "usage")  # what an agent says of itself, not of the prompt: no end to its wait
 UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok"}  # before the first sweep: nothing known wrong
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
@@ -66,11 +68,15 @@ class LiveSession:
         self.stop_operation = None
         self.permissions = {}  # request_id -> PendingPermission
         self.inflight = {}  # idempotency_key -> Turn still binding
+        self.tool_calls_in_flight = 0  # native tool calls of this session's agent the daemon serves now
         self.activity = {"last_activity_at": (record.activity or {}).get("last_activity_at"),
                          "last_activity_kind": None}
         self.idle_since = None
         self.releasing = False  # an idle release is stopping the agent
         self.sources = None  # what the supervision sweep last verified (the sources module of lifecycle)
+        self.starting = None  # the agent being started for this session: {agent, provider, since, started}
+        self.last_agent = None  # the last agent that served or was refused: its stderr is evidence
+        self.cost_seen = None  # the cumulative cost the agent last reported: {acp_session_id, amount, currency}
         self._carried = None
 
     @property
@@ -124,7 +130,7 @@ class LiveSession:
         daemon knows (its environment, the agent's provider env and binding identity) are redacted
         from every event but the user's own message, so no read can show them."""
         secrets = self._secrets()
-        texts = [compact_json(content) for _, _, content, _ in items]
+        items, texts = _encoded(items)
         if secrets:
             items, texts = _redacted(items, texts, EncodedRedaction(secrets, compact_json))
         records = self.log.append(items, texts)
@@ -136,6 +142,10 @@ class LiveSession:
         agents = [agent for agent in (self.runtime, self.candidate) if agent is not None]
         return known_secret_values(*(environment for agent in agents
                                      for environment in (agent.provider.env, agent.identity)))
+
+    def read_secrets(self):
+        """The secret values redacted from text joined from this session's chunks (replay.assembled)."""
+        return read_secrets(self.services, self)
 
     def append_event(self, kind, content, turn_id=None):
         return self.append([(kind, turn_id, content, self.record.agent_name)])[0]
@@ -152,15 +162,20 @@ class LiveSession:
     # -- reads -------------------------------------------------------------------------------
 
     def overlay(self):
-        """What only the daemon's memory knows: process capabilities, activity, health, supervision."""
+        """What only the daemon's memory knows: process capabilities, its modes, activity (an agent starting,
+        a turn waiting for its first output), health, supervision."""
         with self.lock:
             runtime, turn = self.runtime, self.turn
             live = {}
             if runtime is not None and runtime.alive:
                 live["acp_caps"] = runtime.acp_caps()
                 live["effective"] = runtime.effective
+                modes = runtime.mode_state()
+                if modes is not None:
+                    live["modes"] = modes
             activity = dict(self.activity, turn_in_flight=turn is not None,
                             current_turn_id=turn.id if turn else None)
+            activity.update(waiting_view(self, turn))
             return {"runtime": live, "activity": activity, "health": self.health(),
                     "supervision": supervision_view(self)}
 
@@ -205,6 +220,29 @@ class LiveSession:
         self.services.store.logs.unpin(self.id)
         self.feed.close()
         self.worker_wake.set()  # a parked worker with no turn ends now, not 30 s later
+
+
+def read_secrets(services, session=None):
+    """What a read redacts from text it assembles from stored chunks: the values of the secret-named
+    variables of the daemon's environment and of every configured provider's env, and the binding
+    secrets of the session's live agents. (A binding that ended names nobody: its secret is inert.)"""
+    environments = [provider.env for provider in services.config.providers.values()]
+    if session is not None:
+        environments += [agent.identity for agent in (session.runtime, session.candidate) if agent is not None]
+    return known_secret_values(*environments)
+
+
+def waiting_view(session, turn):
+    """activity.starting while an agent starts for the session, and activity.awaiting_output_since while a
+    sent prompt has had no output from the agent yet."""
+    clock, view = session.services.clock, {}
+    starting = session.starting
+    if starting is not None:
+        view["starting"] = {"agent": starting["agent"], "provider": starting["provider"], "since": starting["since"],
+                            "elapsed_seconds": round(clock.monotonic() - starting["started"], 1)}
+    if turn is not None and turn.prompting and turn.prompt_sent_at is not None and not turn.output_seen:
+        view["awaiting_output_since"] = iso_from_epoch(clock.wall() - (clock.monotonic() - turn.prompt_sent_at))
+    return view
 
 
 def supervision_view(session):
@@ -267,17 +305,41 @@ class RuntimeEvents:
         agent_name = self.session.record.agent_name
         self.session.append([(kind, turn_id, content, agent_name) for kind, content in events])
         self.session.touch(events[-1][0])
+        self._keep_agent_state(runtime, events, turn if turn_id is not None else None)
         if turn is not None:
             if turn_id is not None:
+                turn.output_seen = turn.output_seen or any(kind not in NOT_AN_ANSWER for kind, _ in events)
                 for event in events:
                     _track_tool(turn, event)
             turn.progress()
 
+    def _keep_agent_state(self, runtime, events, turn):
+        """The agent's commands (kept in the session's runtime), its cumulative cost (for a turn's share of it)
+        and the turn's last usage report."""
+        for kind, content in events:
+            if kind == "system" and content.get("title") == COMMANDS_UPDATE and runtime.available_commands is not None \
+                    and runtime.available_commands != self.session.record.runtime.commands:
+                self.session.update_runtime(commands=runtime.available_commands)
+            elif kind == "usage":
+                cost = content.get("cost")
+                if isinstance(cost, dict):
+                    self.session.cost_seen = {"acp_session_id": runtime.acp_session_id,
+                                              "amount": cost.get("amount"), "currency": cost.get("currency")}
+                if turn is not None:
+                    turn.last_usage = content
+
     def permission(self, runtime, ask, reply):
+        self._heard_from_agent()
         self.requests.permission(self.session, ask, reply)
 
     def write(self, runtime, path, reply):
+        self._heard_from_agent()
         self.requests.write(self.session, path, reply)
+
+    def _heard_from_agent(self):
+        turn = self.session.turn
+        if turn is not None:
+            turn.output_seen = True  # a request is output: the turn is no longer waiting for the agent's first word
 
     def workspace_root(self):
         return self.requests.workspace_root(self.session)
@@ -291,6 +353,24 @@ class RuntimeEvents:
             turn.wake.set()
         self.session.services.observers.emit("agent_exited", self.session, runtime)
         self.lost_outside_turn(self.session, runtime)
+
+
+def _encoded(items):
+    """The items and their content texts, content nested deeper than MAX_CONTENT_DEPTH cut there first: an
+    agent's update nested a thousand levels deep would break every recursive reader (json included)."""
+    bounded, texts = [], []
+    for kind, turn_id, content, agent in items:
+        try:
+            text = compact_json(content)
+            deep = may_nest_deeper(text)
+        except RecursionError:
+            deep = True
+        if deep:
+            content = map_document(content, max_depth=MAX_CONTENT_DEPTH)
+            text = compact_json(content)
+        bounded.append((kind, turn_id, content, agent))
+        texts.append(text)
+    return bounded, texts
 
 
 def _redacted(items, texts, redaction):

@@ -8,7 +8,7 @@ from compozy import serialize
 from compozy import validate as v
 from compozy.errors import invalid
 from compozy.ids import validate_id
-from compozy.session.records.replay import fold_history
+from compozy.session.records.replay import fold_history, turn_text
 from compozy.store import historypage, hookruns
 from compozy.store.eventlog import ARCHIVE_FILTERS, DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 
@@ -46,9 +46,10 @@ def read_events(log, query):
                                limit=limit, archive=_archive(query))}
 
 
-def read_history(log, query, record=None):
-    """A page of whole messages, placed by their first event's sequence (docs/decisions.md). The oldest
-    active page of a native fork starts with the conversation it carries (record: the session's)."""
+def read_history(log, query, secrets, record=None):
+    """A page of whole messages, placed by their first event's sequence (docs/decisions.md); secrets are
+    redacted from the answers' joined text (replay.assembled). The oldest active page of a native fork
+    starts with the conversation it carries (record: the session's)."""
     query = dict(query or {})
     _check_filters(query, HISTORY_FILTERS)
     after = v.query_int(query.get("after_sequence"), "after_sequence")
@@ -56,7 +57,7 @@ def read_history(log, query, record=None):
     limit = v.query_int(query.get("limit"), "limit", 1, MAX_READ_LIMIT) or DEFAULT_READ_LIMIT
     archive = _archive(query)
     records, page = historypage.page(log, archive, after, before, limit)
-    messages = fold_history(records)
+    messages = fold_history(records, secrets=secrets)
     if not page["has_more"] and not after and archive != "archived" and _shows_carried(record):
         carried = carried_messages(log.carried(), record.derivation)
         messages, page = carried + messages, {**page, "carried_count": len(carried)}
@@ -123,17 +124,19 @@ def follow_catalog(feed, after=None):
     return follow_batches(None, feed, now if after is None else min(after, now))
 
 
-def turn_answer(log, feed, turn_id):
+def turn_answer(log, feed, turn_id, secrets, wanted=None):
     """(answer, exhausted) once the turn has ended: {"turn_id", "end", "stop_reason" | "error", "text",
-    "truncated"}, the text bounded; exhausted when recovery gave up on the agent during the turn."""
+    "truncated"}, the text bounded; exhausted when recovery gave up on the agent during the turn.
+    (None, False) when `wanted()`, asked at each idle tick, says the answer is no longer awaited."""
     cursor = log.last_sequence()
     if not log.read_all(archive="all", types=list(TURN_ENDS), turn_id=turn_id):
         ends = lambda r: r["turn_id"] == turn_id and r["type"] in TURN_ENDS  # noqa: E731
-        for _ in follow(log, feed, cursor, until=ends):
-            pass
+        for record in follow(log, feed, cursor, until=ends):
+            if record is None and wanted is not None and not wanted():
+                return None, False
     events = log.read_all(archive="all", turn_id=turn_id)
     end = next((e for e in reversed(events) if e["type"] in TURN_ENDS), None)
-    text = "".join(e["content"].get("text", "") for e in events if e["type"] == "agent_message")
+    text = turn_text(events, secrets)
     answer = {"turn_id": turn_id, "end": end["type"] if end else "error", "text": text[:MAX_ANSWER_CHARS],
               "truncated": len(text) > MAX_ANSWER_CHARS}
     if end is not None and end["type"] == "done":

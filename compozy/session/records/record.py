@@ -38,6 +38,7 @@ class RuntimeRecord:
     process: dict | None = None  # the agent's identity (pid, start_time, boot_id, pgid, sid)
     recovery: dict | None = None
     route: object = ABSENT  # the fallback route accepted (a number, or null for the only one), once bound
+    commands: object = ABSENT  # the agent's slash commands as it last announced them (available_commands_update)
     extra: dict = field(default_factory=dict, repr=False)
 
     def replace(self, **changes):
@@ -53,7 +54,7 @@ class RuntimeRecord:
 
 
 RUNTIME_KEYS = ("status", "transition", "generation", "selected", "selection_revision", "effective", "last_known",
-                "acp_session_id", "process", "recovery", "route")
+                "acp_session_id", "process", "recovery", "route", "commands")
 
 
 @dataclass

@@ -10,6 +10,8 @@ import json
 import logging
 from dataclasses import dataclass
 
+from compozy.redact import redact_values
+
 log = logging.getLogger("compozy.replay")
 
 PROTECTED_TAIL = 8
@@ -62,8 +64,23 @@ class CarriedContext:
         return [entry for entry in self.entries if not is_omission_note(entry)]
 
 
-def fold_history(events, include_tools=False):
-    """One message per user prompt and one per assistant answer (its chunks folded together)."""
+def assembled(text, secrets):
+    """Text joined from an agent's chunks, with the secrets redacted. Each chunk was redacted on its own
+    when it was stored, but streamed output splits text where it likes, so a value the agent sent across
+    two chunks is whole only once they are joined. Everything that joins chunks calls this (history
+    pages, carried context, replays, a turn's answer, wakes, title passes; later exports and searches),
+    with the values LiveSession.read_secrets() (or records/live.read_secrets) knows."""
+    return redact_values(text, secrets)
+
+
+def turn_text(events, secrets):
+    """A turn's assistant text: every agent_message chunk of the events, joined, then redacted."""
+    return assembled("".join(e["content"].get("text", "") for e in events if e["type"] == "agent_message"), secrets)
+
+
+def fold_history(events, include_tools=False, *, secrets):
+    """One message per user prompt and one per assistant answer (its chunks folded together and the
+    joined text redacted of the secrets: see assembled())."""
     messages, assistant = [], {}
     for event in events:
         kind, content, turn_id = event["type"], event["content"], event.get("turn_id")
@@ -80,6 +97,9 @@ def fold_history(events, include_tools=False):
             current["text"] += content.get("text", "")
         elif include_tools and kind == "tool_result":
             messages.append(_tool_message(event))
+    for message in messages:
+        if message["role"] == "assistant":
+            message["text"] = assembled(message["text"], secrets)
     return messages
 
 
@@ -164,13 +184,13 @@ def compose(entries, request_text, lead, extra=""):
             f"</compozy_context_replay>\n\nUser request:\n\n{request_text}")
 
 
-def replay_prompt(events, request_text, config, session_id, reason, carried=None, history_tool=False):
+def replay_prompt(events, request_text, config, session_id, reason, carried=None, history_tool=False, *, secrets):
     """The first prompt for a fresh agent context, or request_text when there is nothing to carry.
 
     carried (a CarriedContext) goes in front of the session's own transcript, once; when messages
     were omitted and the agent is offered compozy__session_history (history_tool), the header
-    points it at the source."""
-    messages = fold_history(events, include_tools=True)
+    points it at the source. secrets: redacted from the answers' joined text (assembled())."""
+    messages = fold_history(events, include_tools=True, secrets=secrets)
     prefix = carried.prefix() if carried else []
     if not messages and not prefix and not (carried and carried.omitted_count):
         return request_text, None

@@ -75,12 +75,13 @@ class Carry:
                               self.bounded.omitted_count, self.bounded.truncated)
 
 
-def carry(events, limits, prior=None, message_id=None, turn_running=False):
+def carry(events, limits, prior=None, message_id=None, turn_running=False, *, secrets):
     """The Carry of a source's active transcript records (EventLog.transcript_records, ascending).
 
     prior: the CarriedContext the source itself carries; turn_running: the source has a turn in
-    flight that may have recorded nothing yet. A message that is no durable user message of the
-    transcript is message_not_found."""
+    flight that may have recorded nothing yet; secrets: redacted from the answers' joined text, so
+    the carried context holds none (replay.assembled). A message that is no durable user message of
+    the transcript is message_not_found."""
     terminals = {e["turn_id"]: e["sequence"] for e in events if e["type"] in TERMINAL}
     last_settled = max(terminals.values(), default=0)
     unsettled = turn_running or any(e["type"] == "user_message" for e in _after(events, last_settled))
@@ -90,9 +91,9 @@ def carry(events, limits, prior=None, message_id=None, turn_running=False):
         through = terminals[cut.turn_id] if cut.settled else _before_turn(events, cut.turn_id)
     split = len(events) - sum(1 for _ in _after(events, through))
     carried = events[:split]
-    messages = fold_history(carried, include_tools=True)
+    messages = fold_history(carried, include_tools=True, secrets=secrets)
     # A cut ends a turn, so no folded message spans it: the rest counts on its own (one pass in all).
-    source_messages = len(messages) + len(fold_history(events[split:], include_tools=True))
+    source_messages = len(messages) + len(fold_history(events[split:], include_tools=True, secrets=()))
     if cut is None and unsettled:
         messages.append({"role": "system", "text": RUNNING_NOTE})
     prefix = prior.prefix() if prior else []

@@ -9,6 +9,7 @@ a queued entry promoted to steer leaves the queue and steers with its own text (
 from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
+from compozy.session.records.governed import refuse_expired
 from compozy.session.records.snapshots import check_snapshot
 from compozy.session.turns.messages import check_identity, check_message, fingerprint
 from compozy.session.turns.turn import Turn
@@ -87,6 +88,7 @@ class Admission:
         record = session.record
         if record.archived:
             raise CompozyError("session_archived", "unarchive the session before prompting it")
+        refuse_expired(record, self.services.clock.wall())
         if session.stop_operation is not None or record.state == SessionState.STOPPING:
             raise CompozyError("session_stop_in_progress", "the session is stopping")
         if record.state == SessionState.STOPPED and mode is not None:

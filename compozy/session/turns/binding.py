@@ -1,21 +1,27 @@
 """Binding a prompt's runtime: reuse and reconfigure the live agent, replace it, or start one.
 
 Layer 4. The first bind walks the agent's fallback chain; a route refused before ACP acceptance
-is recorded (session.fallback.used + a provider_failure marker) and the next route is tried.
-Nothing of the authored message is persisted here: the caller records user_message on success.
+is recorded (session.fallback.used + a provider_failure marker with the agent's evidence, and one
+line in the daemon's log) and the next route is tried. While an agent starts, session.starting says
+which and since when. Nothing of the authored message is persisted here: the caller records
+user_message on success. A process that stops serving is asked to close its ACP session first.
 """
 
 import logging
 
-from compozy.acp.client import BindFailure, configure, launch, needs_configuration, open_session
+from compozy.acp.client import BindFailure, close_session, configure, launch, needs_configuration, open_session
 from compozy.api import SECRET_ENV
+from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.launch_aliases import resolve
+from compozy.session.records.governed import refuse_expired
 from compozy.session.records.live import RuntimeEvents
 from compozy.session.lifecycle.recovery import lost_outside_turn
 from compozy.session.records.record import ABSENT
 from compozy.session.records.snapshots import layer, routes_for
-from compozy.states import NATIVE, MarkerKind, NativeState, RuntimeStatus, RuntimeTransition, SessionState
+from compozy.states import (NATIVE, FailureKind, MarkerKind, NativeState, RuntimeStatus, RuntimeTransition,
+                            SessionState)
+from compozy.text import one_line
 
 log = logging.getLogger("compozy.binding")
 
@@ -28,7 +34,12 @@ class Binder:
         self.services, self.requests = services, requests
 
     def bind(self, session, turn, transition=None):
-        """Make session.runtime serve turn's snapshot; returns the replay reason or None."""
+        """Make session.runtime serve turn's snapshot; returns the replay reason or None. A governed child
+        past its TTL is never bound again, whatever asks (a queued turn, recovery)."""
+        try:
+            refuse_expired(session.record, self.services.clock.wall())
+        except CompozyError as expired:
+            raise BindFailure(expired, FailureKind.STARTUP_FAILURE) from None
         stored = session.record.runtime
         routes = routes_for(session.agent, stored.selected, turn.snapshot)
         runtime = session.runtime
@@ -72,6 +83,18 @@ class Binder:
         return True
 
     def _start(self, session, routes, transition, allow_load, previous=None, replay_reason="provider_change"):
+        self._starting(session, routes[0][1]["provider"])  # before the status: a reader of it sees the start
+        try:
+            return self._start_routes(session, routes, transition, allow_load, previous, replay_reason)
+        finally:
+            session.starting = None
+
+    def _starting(self, session, provider_name):
+        clock = self.services.clock
+        session.starting = {"agent": session.record.agent_name, "provider": provider_name,
+                            "since": iso_from_epoch(clock.wall()), "started": clock.monotonic()}
+
+    def _start_routes(self, session, routes, transition, allow_load, previous, replay_reason):
         recovering = transition == RuntimeTransition.AUTOMATIC_RECOVERY
         status = RuntimeStatus.RECOVERING if recovering else \
             RuntimeStatus.RECONFIGURING if previous else RuntimeStatus.BINDING
@@ -95,6 +118,7 @@ class Binder:
             if loaded or not (session.log.last_sequence() or session.carried()):
                 return None
             return "fresh_agent_session" if allow_load else replay_reason
+        session.starting = None  # before the status: a reader of it sees the start over
         if previous is not None:
             session.update_runtime(status=RuntimeStatus.READY, transition="")  # the old agent still serves
         elif not recovering:
@@ -110,9 +134,12 @@ class Binder:
         listener = RuntimeEvents(session, self.requests, self._lost_outside_turn)
         identities = self.services.identities
         secret = identities.issue(session)
+        if (session.starting or {}).get("provider") != provider.name:
+            self._starting(session, provider.name)  # a later route of the chain
         try:
             runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
-                             identity={SECRET_ENV: secret}, alias=resolve(provider, target))
+                             identity={SECRET_ENV: secret}, alias=resolve(provider, target),
+                             login_name=_login_name(session, provider))
         except BindFailure:
             identities.forget(secret)
             raise
@@ -123,11 +150,12 @@ class Binder:
             load_id = stored.acp_session_id if allow_load and last_provider == provider.name else None
             loaded = open_session(runtime, session.record.cwd, load_id, identities.offer(secret, session.id))
             configure(runtime, target)
-        except BindFailure:
+        except BindFailure as refusal:
             session.candidate = None
             identities.forget(secret)
             self._discard(runtime)
-            raise
+            raise refusal.with_stderr(runtime) from None
+        session.last_agent = runtime
         return runtime, loaded
 
     def _alias(self, target):
@@ -143,24 +171,28 @@ class Binder:
             if session.state == SessionState.STOPPED or (operation is not None and operation.binds_refused):
                 session.candidate = None
                 return False
-            session.runtime, session.candidate = runtime, None
+            session.runtime, session.candidate, session.starting = runtime, None, None
+            commands = {"commands": runtime.available_commands} if runtime.available_commands is not None else {}
             session.update_runtime(status=RuntimeStatus.READY, transition="", acp_session_id=runtime.acp_session_id,
                                    effective=runtime.effective, last_known=_identity(runtime.effective),
-                                   process={**runtime.process.identity.to_dict()}, route=number)
+                                   process={**runtime.process.identity.to_dict()}, route=number, **commands)
             if session.record.failure:
                 session.save(failure=None)
-        log.info("session %s bound to %s (acp session %r, %s)", session.id, runtime.provider.name,
-                 runtime.acp_session_id, transition.value or "bind")
+        log.info("session %s bound to %s (acp session %r, %s by %s)", session.id, runtime.provider.name,
+                 runtime.acp_session_id, transition.value or "bind", runtime.opened)
         return True
 
     def _route_refused(self, session, number, target, failure, more):
         summary = f"route {number or 1} ({target['provider']}): {failure.error.code}: {failure.error.message}"
+        log.warning("session %s: bind failed: %s", session.id, one_line(summary))
+        if failure.runtime is not None:
+            session.last_agent = failure.runtime
         if more:
             session.append_event("session.fallback.used", {"route": number, "provider": target["provider"],
                                                            "model": target.get("model"), "code": failure.error.code,
                                                            "error": failure.error.message[:500]})
         session.marker(MarkerKind.PROVIDER_FAILURE, summary, code=failure.error.code, route=number,
-                       failure_kind=failure.failure_kind)
+                       failure_kind=failure.failure_kind, **failure.evidence)
 
     def retire(self, session, transition=RuntimeTransition.NONE):
         """Stop the current process (stdin closed, then signals) and forget it."""
@@ -180,7 +212,9 @@ class Binder:
         return report
 
     def stop_process(self, runtime):
-        """Stop a runtime already detached from its session; the KillReport says if exit is proven."""
+        """Stop a runtime already detached from its session (released, or replaced by another), its ACP session
+        closed first when the agent offers that; the KillReport says if exit is proven."""
+        close_session(runtime)
         return self._discard(runtime)
 
     def _discard(self, runtime):
@@ -220,6 +254,15 @@ def _pinned_route(session, routes, prompt_snapshot):
         raise BindFailure(CompozyError("route_not_found", f'agent "{session.agent.name}" declares {len(chain)} '
                                        f"route(s); route {pinned} does not exist", route=pinned), "startup_failure")
     return [(number, target) for number, target in routes if number == pinned]
+
+
+def _login_name(session, provider):
+    """What `compozy agent login` takes for this provider: the session's agent when it runs on it."""
+    try:
+        agent = session.agent
+    except CompozyError:  # its agent left config.toml
+        return provider.name
+    return agent.name if agent.provider == provider.name else provider.name
 
 
 def _identity(effective):

@@ -7,8 +7,12 @@ wake (who answered, how the turn ended, its final text, bounded) is prompted to 
 the key `wake-<watch>`, so a repeat after a crash admits it once:
 - a sender that is active (bound, or released and unbound) gets it as a turn of its own, or queued
   behind its current turn;
-- a sender the daemon stopped (inactivity, timeout, shutdown, crash, reaping) is resumed by it;
-- a sender a user stopped stays stopped; the wake waits and is queued when the user resumes it.
+- a sender the daemon stopped for a failure or its own shutdown (shutdown, crash, error) is resumed by it;
+- a sender a user stopped, or one the daemon stopped because its time ran out or its owner went
+  (stop_reason timeout: inactivity, a prompt deadline, a spawn's TTL; owner_released: its parent
+  stopped) stays stopped: the wake waits and is queued when a prompt resumes it. Resuming it would
+  undo the very limit that stopped it;
+- a governed child past its TTL never runs again: its watches are dropped.
 Watches survive a restart; an expired watch is dropped.
 """
 
@@ -20,13 +24,15 @@ from compozy.clock import epoch_from_iso, iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.ids import new_ulid
 from compozy.paths import write_private_json
+from compozy.session.records.governed import refuse_expired
+from compozy.session.records.replay import turn_text
 from compozy.states import BusyMode, SessionState, StopReason
 
 log = logging.getLogger("compozy.messaging")
 
 WAKE_TEXT_LIMIT = 4096
 TURN_ENDS = ("done", "error")
-USER_STOPS = (StopReason.USER_CANCELED,)
+STAYS_STOPPED = (StopReason.USER_CANCELED, StopReason.TIMEOUT, StopReason.OWNER_RELEASED)
 FILE_NAME = "reply-watches.json"
 
 
@@ -109,7 +115,7 @@ class Messaging:
             return self._drop(watch, "expired")
         events = target.log.read_all(archive="all", turn_id=watch["turn_id"])
         end = next((e for e in reversed(events) if e["type"] in TURN_ENDS), None)
-        text = "".join(e["content"].get("text", "") for e in events if e["type"] == "agent_message")
+        text = turn_text(events, target.read_secrets())
         how = (f"done ({end['content'].get('stop_reason')})" if end and end["type"] == "done"
                else f"error ({(end or {}).get('content', {}).get('error', 'unknown')})")
         wake = {"session_id": target.id, "agent_name": target.record.agent_name, "turn_id": watch["turn_id"],
@@ -140,12 +146,16 @@ class Messaging:
             return self._drop(watch, "the sender is gone")
         body = {"message": wake_message(watch["wake"]), "message_id": f"wake-{watch_id}",
                 "idempotency_key": f"wake-{watch_id}"}
+        try:
+            refuse_expired(sender.record, self.services.clock.wall())
+        except CompozyError:
+            return self._drop(watch, "the sender's spawn TTL has passed")
         with sender.lock:
             record = sender.record
             if record.state == SessionState.STOPPING or record.archived:
                 return  # a stopping sender is tried again once stopped; an archived one when it comes back
-            if record.state == SessionState.STOPPED and record.stop_reason in USER_STOPS:
-                return  # a user stopped it: the wake waits for the user to resume it
+            if record.state == SessionState.STOPPED and record.stop_reason in STAYS_STOPPED:
+                return  # stopped by a user or by a limit: the wake waits for a prompt to resume it
             if record.state != SessionState.STOPPED:
                 body["mode"] = BusyMode.QUEUE.value
         try:

@@ -101,8 +101,9 @@ class AgentRequests:
         self._hold(session, pending, {"tool_call_id": None, "title": f"Write {path}", "action": "edit",
                                       "resource": path, "options": list(DAEMON_OPTIONS)})
 
-    def tool_call(self, session, title, target, changes):
-        """The decision on a native tool call of this session (blocking while a person decides)."""
+    def tool_call(self, session, title, target, changes, wanted=None):
+        """The decision on a native tool call of this session (blocking while a person decides). A held call
+        is cancelled when the daemon shuts down or `wanted()` turns false (its caller's binding ended)."""
         action = "edit" if changes else "read"
         details = {"tool_call_id": None, "title": title, "action": action, "resource": target,
                    "options": list(DAEMON_OPTIONS)}
@@ -117,7 +118,7 @@ class AgentRequests:
             return decision_of(option)
         self._hold(session, pending, details)
         while not pending.reply.decided.wait(SHUTDOWN_POLL):
-            if not self.services.accepting:
+            if not self.services.accepting or (wanted is not None and not wanted()):
                 self.decide(session, pending.request_id, None, "cancelled")
         return pending.reply.decision
 

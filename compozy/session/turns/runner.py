@@ -11,9 +11,13 @@ import logging
 import threading
 
 from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
+from compozy.acp.evidence import agent_error, reason_of
 from compozy.errors import CompozyError
+from compozy.redact import redact
+from compozy.session.lifecycle.crash import refusal_failure
 from compozy.session.lifecycle.recovery import Resume
 from compozy.session.records.replay import replay_prompt
+from compozy.session.turns.usage import cost_before, turn_usage
 from compozy.states import FailureKind, MarkerKind, RuntimeStatus, SessionState, TurnPhase
 
 log = logging.getLogger("compozy.runner")
@@ -114,7 +118,7 @@ class Runner:
             replay_reason = self.binder.bind(session, turn)
         except BindFailure as failure:
             turn.bind_error = failure.error
-            self._refused(session, turn, failure.error, failure.failure_kind)
+            self._refused(session, turn, failure.error, failure.failure_kind, failure)
             with session.lock:  # no longer current before the refusal is answered: a retry is not busy input
                 self._advance(session, turn)
             return
@@ -131,7 +135,8 @@ class Runner:
         if replay_reason:
             prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
             text, _ = replay_prompt(prior, turn.message, self.services.config, session.id, replay_reason,
-                                    session.carried(), self.services.identities.endpoints is not None)
+                                    session.carried(), self.services.identities.endpoints is not None,
+                                    secrets=session.read_secrets())
         self._send_prompt(session, turn, runtime, text)
         self._await_answer(session, turn)
 
@@ -141,18 +146,25 @@ class Runner:
         if session.state == SessionState.STARTING:
             session.change_state(SessionState.ACTIVE, stop_reason=None, stop_detail=None, verified=None)
 
-    def _refused(self, session, turn, error, failure_kind=FailureKind.STARTUP_FAILURE):
-        """A restart that did not bind stops the session again with the failure kind the evidence shows."""
+    def _refused(self, session, turn, error, failure_kind=FailureKind.STARTUP_FAILURE, refusal=None):
+        """A restart that did not bind stops the session again with the failure kind the evidence shows; a bind
+        refused with an agent's evidence (its error's data, its stderr) keeps it as the session's failure."""
         session.inflight.pop(turn.idempotency_key, None)
         self.queue.refused(session, turn, error)
+        failure = refusal_failure(self.services.home, session, refusal) if refusal is not None else None
         if session.state == SessionState.STARTING:
             session.change_state(SessionState.STOPPED, stop_reason="error",
                                  stop_detail=f"start did not complete: {error.code}",
-                                 failure={"kind": str(failure_kind), "summary": error.message[:500]})
+                                 failure=failure or {"kind": str(failure_kind), "summary": error.message[:500]})
+        elif failure is not None:
+            session.save(failure=failure)
 
     def _send_prompt(self, session, turn, runtime, text):
         turn.change_phase(TurnPhase.PROMPTING)
         turn.progress()
+        if turn.prompt_sent_at is None:  # the turn's own share of the cost counts from its first send
+            turn.cost_before = cost_before(session.cost_seen, runtime.acp_session_id, runtime.opened == "new")
+        turn.prompt_sent()
         turn.pending = runtime.prompt(text, turn.wake)
         if turn.cancel_reason:  # a cancel that arrived while the prompt was being sent
             turn.change_phase(TurnPhase.CANCELLING)
@@ -175,13 +187,16 @@ class Runner:
 
     def _answered(self, session, turn, pending):
         if isinstance(pending.error, AcpError):
-            return self._finish(session, turn, "error", {"error": pending.error.message, "code": pending.error.code})
+            env = session.runtime.process.env if session.runtime is not None else None
+            reason = reason_of(pending.error.data)
+            text = pending.error.message + (f": {reason}" if reason else "")
+            return self._finish(session, turn, "error", {"error": redact(text, env), "code": pending.error.code,
+                                                         "agent_error": agent_error(pending.error, env)})
         answer = AgentClient.answer(pending.result)
         content = {"stop_reason": answer.stop_reason}
         if answer.usage is not None:
             content["usage"] = answer.usage
-            session.log.record_usage(turn.id, answer.usage)
-        return self._finish(session, turn, "done", content)
+        return self._finish(session, turn, "done", content, answer.usage)
 
     def _agent_lost(self, session, turn):
         """The agent died mid-turn: True when recovery re-sent the prompt, False when the turn ended."""
@@ -237,8 +252,9 @@ class Runner:
                 log.warning("session %s: steering into turn %s failed: %r", session.id, turn.id, exc)
                 self.queue.steer_failed(session, turn, steer, str(exc))
 
-    def _finish(self, session, turn, kind, content):
-        """The turn's one terminal event; pending requests of the turn are answered cancelled.
+    def _finish(self, session, turn, kind, content, answered_usage=None):
+        """The turn's one terminal event; pending requests of the turn are answered cancelled. The usage the
+        agent reported for the turn is kept with it.
 
         The event and the hand-over to the next turn happen under the session lock, so a prompt
         sent by someone who just saw `done` finds the session idle, never a finished turn.
@@ -246,8 +262,12 @@ class Runner:
         if turn.finished:
             return
         turn.finished = True
-        turn.change_phase(TurnPhase.DONE)
+        with session.lock:  # a cancel checks the phase and moves it under this lock too
+            turn.change_phase(TurnPhase.DONE)
         self.requests.cancel_all(session, turn.id)
+        usage = turn_usage(answered_usage, turn.last_usage, turn.cost_before)
+        if usage is not None:
+            session.log.record_usage(turn.id, usage)
         with session.lock:
             session.append_event(kind, content, turn.id)
             self._advance(session, turn)

@@ -8,6 +8,10 @@ shows it). A usable answer becomes the session's name (meta.json and the catalog
 set meanwhile; on failure, a timeout or when disabled, the session stays unnamed. Daemon-managed
 sessions are never titled. The pass is recorded in meta.json as `auto_title` (`state`: running,
 titled, failed, superseded).
+
+A title the agent itself proposes (ACP session_info_update) names a user session the same way, whether
+or not passes are enabled: it replaces an unset name or one a title pass or the agent gave, never an
+explicit one; `auto_title.source` is then `agent`.
 """
 
 import logging
@@ -20,6 +24,7 @@ from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.launch_aliases import resolve
 from compozy.session.records.governed import refuse_user_action
+from compozy.session.records.replay import turn_text
 from compozy.states import PermissionDecision, SessionType
 from compozy.text import one_line
 
@@ -28,6 +33,9 @@ log = logging.getLogger("compozy.titles")
 EXCERPT_CHARS = 2000
 TITLE_CHARS = 80
 STOP_GRACE = 2.0
+NAME_SOURCE = "name_source"  # who gave the current name: "auto_title" or "agent"; absent means a person did
+PROPOSAL = "session_info_update"  # the system event of the agent's own session info
+PROPOSED_BY = ("auto_title", "agent")
 PROMPT = ("Write a short title (at most 8 words) for this conversation. Answer with the title only, "
           "no quotes.\n\nUser: {user}\n\nAssistant: {assistant}\n")
 
@@ -40,6 +48,7 @@ def rename(session, body):
         raise CompozyError("invalid_request", "name must not be blank", field="name")
     refuse_user_action(session.record, "renamed")
     with session.lock:
+        session.record.extra.pop(NAME_SOURCE, None)  # explicit from now on
         return session.save(name=name)
 
 
@@ -53,6 +62,9 @@ class Titles:
         self.lock = threading.Lock()
 
     def appended(self, session, records):
+        proposals = [r for r in records if r["type"] == "system" and r["content"].get("title") == PROPOSAL]
+        if proposals:
+            self._proposed(session, (proposals[-1]["content"].get("raw") or {}).get("title"))
         if not self.services.config["roles.auto_title.enabled"] or not any(r["type"] == "done" for r in records):
             return
         record = session.record
@@ -65,6 +77,24 @@ class Titles:
                 return
             self.running.add(session.id)
         threading.Thread(target=self._pass, args=(session,), name=f"title-{session.id}", daemon=True).start()
+
+    @staticmethod
+    def _proposed(session, proposal):
+        """The agent's own title names the session unless a person named it."""
+        title = clean_title(proposal) if isinstance(proposal, str) else None
+        record = session.record
+        if not title or record.type != SessionType.USER:
+            return
+        with session.lock:
+            if record.name and record.extra.get(NAME_SOURCE) not in PROPOSED_BY:
+                log.info("session %s: the agent proposed the title %r; its explicit name stays", session.id, title)
+                return
+            if record.name == title:
+                return
+            record.extra[NAME_SOURCE] = "agent"
+            record.extra["auto_title"] = {"state": "titled", "at": now_iso(), "source": "agent"}
+            session.save(name=title)
+        log.info("session %s titled %r by its agent", session.id, title)
 
     def closing(self):
         with self.lock:
@@ -81,6 +111,7 @@ class Titles:
                     self._mark(session, "superseded")
                 elif title:
                     session.record.extra["auto_title"] = {"state": "titled", "at": now_iso()}
+                    session.record.extra[NAME_SOURCE] = "auto_title"
                     session.save(name=title)
                     log.info("session %s titled %r", session.id, title)
                 else:
@@ -98,7 +129,7 @@ class Titles:
             session.save()
 
     def _generate(self, session):
-        prompt = PROMPT.format(**first_exchange(session.log))
+        prompt = PROMPT.format(**first_exchange(session.log, session.read_secrets()))
         for route in self._routes():
             if not self.services.accepting:
                 return None  # the daemon is shutting down: no new agent for a title
@@ -141,13 +172,12 @@ class Titles:
                 self.agents.discard(runtime)
 
 
-def first_exchange(log):
-    """The first user message and the first answer, each bounded."""
+def first_exchange(log, secrets):
+    """The first user message and the first answer (its joined text redacted), each bounded."""
     events = log.read(types=["user_message", "agent_message", "done"], limit=1000, after_sequence=0)
     user = next((e["content"].get("text", "") for e in events if e["type"] == "user_message"), "")
     first_turn = next((e["turn_id"] for e in events if e["type"] == "done"), None)
-    answer = "".join(e["content"].get("text", "") for e in events
-                     if e["type"] == "agent_message" and e["turn_id"] == first_turn)
+    answer = turn_text([e for e in events if e["turn_id"] == first_turn], secrets)
     return {"user": user[:EXCERPT_CHARS], "assistant": answer[:EXCERPT_CHARS]}
 
 

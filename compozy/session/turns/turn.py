@@ -41,6 +41,11 @@ class Turn:
         self.quiet_warning = None
         self.recovery_due = None
         self.recovery_ready = False
+        self.prompt_sent_at = None  # when the prompt last went to the agent (monotonic)
+        self.output_seen = False  # the agent said something since then
+        self.no_output_warnings = 0
+        self.last_usage = None  # the turn's last usage report (usage_update)
+        self.cost_before = None  # the ACP session's cumulative cost when the turn began (usage.cost_before)
 
     def change_phase(self, new):
         """The one way a turn's phase changes: an edge of the turn table."""
@@ -61,6 +66,12 @@ class Turn:
 
     def progress(self):
         self.last_progress = self.clock.monotonic()
+
+    def prompt_sent(self):
+        """The agent owes this prompt its first output from now (no_output warnings count from here)."""
+        self.prompt_sent_at = self.clock.monotonic()
+        self.output_seen = False
+        self.no_output_warnings = 0
 
     def request_cancel(self, reason, grace):
         if self.cancel_reason is None:
