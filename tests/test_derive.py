@@ -70,7 +70,8 @@ def test_a_route_removed_since_refuses_the_first_bind_and_nothing_runs_elsewhere
         manager.shutdown()
 
 
-LOCKED = {"command": [sys.executable, "-m", "compozy.agents.reference"], "env": {"COMPOZY_REFERENCE_REQUIRE_AUTH": "1"}}
+LOCKED = {"command": [sys.executable, "-m", "compozy.agents.reference"], "env": {"COMPOZY_REFERENCE_REQUIRE_AUTH": "1",
+                                                                             "COMPOZY_REFERENCE_AUTH_REFUSE": "1"}}
 
 
 def _overridden(second_route):
