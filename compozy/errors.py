@@ -45,6 +45,7 @@ ERRORS = {
     "session_archived": ErrorKind(409, "the session is archived"),
     "session_not_stopped": ErrorKind(409, "the operation needs a stopped session"),
     "session_not_active": ErrorKind(409, "the operation needs an active session"),
+    "session_not_attachable": ErrorKind(409, "attach needs a live session: this one is stopping or stopped"),
     "session_archive_stop_failed": ErrorKind(409, "the stop before archiving failed; the session stays unarchived"),
     "prompt_not_in_progress": ErrorKind(409, "no prompt turn is running"),
     "active_turn_mismatch": ErrorKind(409, "expected_turn_id does not name the current turn"),

@@ -278,6 +278,8 @@ FORK_FIELDS = {"idempotency_key": token(required=True), "message_id": token(),
 REWIND_FIELDS = {"message_id": token(required=True),
                  "idempotency_key": token(required=True),
                  **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
+CLEAR_FIELDS = {"idempotency_key": token(required=True),
+                **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
 REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}
 
 # -- native tool arguments beside the operation's own fields (compozy/api.py, Tool) ---------------

@@ -418,3 +418,29 @@ def test_fork_from_a_message_and_continue_with_another_agent_after_the_preview(w
     dialog.get_by_role("button", name="Continue", exact=True).click()
     expect(page.locator("#lineage")).to_contain_text(f"continue · from {source['id']} · general · through turn ")
     expect(web.agent_text()).to_have_text(["[context replayed: 4 messages] echo: carry on"])
+
+
+@needs_browser
+def test_a_native_fork_shows_the_conversation_it_carries_before_its_first_message(web):
+    from playwright.sync_api import expect
+    from tests.harness.cli import run_cli
+    from tests.test_daemon import wait_for
+    config = web.daemon.home / "config.toml"
+    config.write_text(config.read_text() + f'\n[providers.forky]\ncommand = [{json.dumps(sys.executable)}, "-m", '
+                      '"compozy.agents.reference"]\nenv = {COMPOZY_REFERENCE_FORK = "1"}\n\n'
+                      '[agents.forky]\nprovider = "forky"\n')
+    assert run_cli(web.daemon.home, "daemon", "reload").returncode == 0
+    _, created = web.client.call("POST", "/api/sessions", {"workspace_path": str(web.workspace), "agent_name": "forky",
+                                                            "name": "source"})
+    source = created["session"]
+    path = f"/api/workspaces/{source['workspace_id']}/sessions/{source['id']}"
+    web.client.call("POST", path + "/prompt", {"message": "first"})
+    wait_for(lambda: web.client.call("GET", path + "/events?type=done")[1]["events"], what="the source's turn")
+    _, forked = web.client.call("POST", path + "/fork", {"idempotency_key": "n1", "name": "clone"})
+    assert forked["derivation"]["seed"] == "native_fork"
+    web.open(f"/sessions/{forked['session']['id']}")
+    carried = web.page.locator("#transcript .carried")
+    expect(carried.locator(".marker")).to_have_text(f"Carried from {source['id']}")
+    expect(carried.locator(".msg .body")).to_have_text(["first", "echo: first"])
+    web.send("[recall] natively")  # the clone knows it once, from the agent's own copy
+    expect(web.page.locator("#transcript > .msg.agent .body")).to_have_text(["history: first"])

@@ -10,6 +10,7 @@ import click
 from compozy.cli.completion import session_argument
 from compozy.cli.output import emit, output_option, session_block
 from compozy.cli.session import session
+from compozy.errors import CompozyError
 
 
 @session.command("stop")
@@ -66,7 +67,14 @@ def archive(obj, session_id, stop, output):
     Example:
       compozy session archive sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --stop
     """
-    document = obj.call("session.archive", session_id=session_id, stop=stop or None)
+    try:
+        document = obj.call("session.archive", session_id=session_id, stop=stop or None)
+    except CompozyError as exc:
+        if exc.code != "session_not_stopped":
+            raise
+        sid = obj.resolve_session(session_id)
+        raise CompozyError(exc.code, f"session {sid} is still running: only a stopped session is archived; pass "
+                           f"--stop to stop it first (`compozy session archive --stop {sid}`)", **exc.details) from None
     emit(document, output, lambda d: f"archived {d['session']['id']}")
 
 

@@ -74,12 +74,23 @@ export class SessionView {
   }
 
   // The daemon-owned transcript, from the start (after a rewind: what stays active).
-  reloadTranscript() {
+  async reloadTranscript() {
     this.stream?.close();
     replace($("transcript"));
-    this.transcript = new Transcript($("transcript"), {
+    const transcript = this.transcript = new Transcript($("transcript"), {
       approve: (request_id, option_id) => this.act("POST", "/approve", { request_id, option_id }),
       messageActions: (event) => this.derive.messageActions(event) });
+    const derivation = this.session.derivation;
+    if (derivation?.seed === "native_fork" && derivation.carried_context !== "discarded") {
+      try {
+        const history = await api("GET", `${this.path}/history?limit=1000`);
+        if (this.transcript !== transcript) return;
+        transcript.carried(history.messages.filter((m) => m.carried), derivation.source_session_id);
+      } catch (error) {
+        this.alert(error);
+      }
+    }
+    if (this.transcript !== transcript || !this.session) return;  // another session opened meanwhile
     this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (record) => this.onEvent(record) });
     this.refreshSoon();
   }

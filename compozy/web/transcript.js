@@ -25,6 +25,21 @@ export class Transcript {
     if (follow) this.container.scrollTop = this.container.scrollHeight;
   }
 
+  // What a native fork carries (its history's carried messages), shown before its own events: its
+  // agent's clone already knows them, so they are not in its log.
+  carried(messages, source) {
+    if (!messages.length) return;
+    const section = el("section", { class: "carried" },
+      el("p", { class: "marker" }, `Carried from ${source}`));
+    for (const m of messages) {
+      const user = m.role === "user";
+      section.append(el("article", { class: `msg ${user ? "user" : "agent"} carried`, "data-turn-id": m.turn_id || "" },
+        el("header", {}, user ? "You" : "Agent"),
+        user ? el("div", { class: "body plain" }, m.text) : el("div", { class: "body" }, renderMarkdown(m.text))));
+    }
+    this.block(section);
+  }
+
   atBottom() {
     const c = this.container;
     return c.scrollHeight - c.scrollTop - c.clientHeight < 40;
