@@ -192,6 +192,11 @@ SCHEMAS = {
         ["name", "provider", "command", "found", "runtime", "default"], name=STRING, provider=STRING,
         command=array(STRING), found=BOOLEAN, runtime=OBJECT, default=BOOLEAN, fallback_chain=array(OBJECT),
         env=array(STRING), handshake_timeout=nullable(NUMBER)))),
+    "SettingList": obj(["settings", "path"], path=STRING, settings=array(ref("Setting"))),
+    "SettingAnswer": wrapped("setting", "Setting"),
+    "Setting": obj(["name", "title", "value", "default", "set", "kind", "help"], name=STRING, title=STRING,
+                   value=STRING, default=STRING, set=BOOLEAN, kind=enum(("duration", "choice")), help=STRING,
+                   choices=array(STRING)),
     "DaemonStatusAnswer": obj(["status"], status=obj(
         ["version", "accepting", "sessions", "live", "attention"], version=STRING, accepting=BOOLEAN,
         sessions={"type": "object", "additionalProperties": INTEGER}, live=INTEGER,
