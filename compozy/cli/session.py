@@ -10,6 +10,7 @@ import os
 import click
 
 from compozy.api import SECRET_ENV, SECRET_HEADER, SESSION_ENV, SESSION_HEADER
+from compozy.cli.bulk import for_each, sessions_argument
 from compozy.cli.completion import complete_agents, complete_sessions, complete_workspaces, session_argument
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, fence_line, output_option, quiet_option, session_block, session_table
@@ -134,20 +135,23 @@ def status(obj, session_id, output):
 
 
 @session.command("remove")
-@session_argument
-@click.option("--workspace", help="remove it from this workspace (name or ID) only")
+@sessions_argument
+@click.option("--workspace", help="remove them from this workspace (name or ID) only")
 @output_option()
 @click.pass_obj
-def remove(obj, session_id, workspace, output):
-    """Stop the session if live and delete its record and history for good.
+def remove(obj, session_ids, workspace, output):
+    """Stop sessions if live and delete their records and history for good. Several IDs: each is removed on
+    its own, one line (or -o json result) each; the exit status is 0 only when every removal succeeded.
 
     \b
     Example:
       compozy session remove sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+      compozy session remove 01J9Z3K6 01J9Z4P2
     """
-    document = obj.call("session.remove.scoped" if workspace else "session.remove", session_id=session_id,
-                        workspace=workspace)
-    emit(document, output, lambda d: f"removed {d['removed']['session_id']}")
+    for_each(obj, session_ids, output,
+             lambda session_id: obj.call("session.remove.scoped" if workspace else "session.remove",
+                                         session_id=session_id, workspace=workspace),
+             lambda d: f"removed {d['removed']['session_id']}")
 
 
 @session.command("health")
