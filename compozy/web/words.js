@@ -6,15 +6,16 @@ const STOPPED_BECAUSE = {
   agent_crashed: "because the agent crashed", hook_stopped: "by a hook", shutdown: "when the daemon shut down",
   completed: "after it finished", owner_released: "by its owner",
 };
+// stop_detail is a short phrase; those that only repeat the reason are left out.
 const STOP_DETAILS = {
-  inactivity: "the agent was silent too long", prompt_deadline: "the prompt's time budget ran out",
-  ttl_expired: "its time to live ran out", parent_stopped: "its parent session stopped",
-  removal: "it was being removed", archive: "it was being archived",
+  inactivity: "the agent was silent too long", "daemon shutdown": "", "prompt deadline": "the prompt's time ran out",
+  removed: "to remove it", "stopped to archive": "to archive it", "stop requested": "",
+  "spawn ttl expired": "its time to live ran out", "parent session stopped": "its parent session stopped",
 };
 
 export function stoppedText(reason, detail) {
   const why = STOPPED_BECAUSE[reason] || (reason ? `(${words(reason)})` : "");
-  const more = STOP_DETAILS[detail] || (detail ? words(detail) : "");
+  const more = detail in STOP_DETAILS ? STOP_DETAILS[detail] : detail || "";
   return ["Session stopped", why].filter(Boolean).join(" ") + (more ? `: ${more}` : "");
 }
 
