@@ -111,6 +111,6 @@ def set_setting(obj, name, value, output):
 
 
 def _settings_text(document):
-    lines = [f"{s['name']} = {s['value']}" + ("" if s["set"] else "  (default)") + f"\n    {s['title']}: {s['help']}"
-             for s in document["settings"]]
+    lines = [f"{s['name']} = {s['value']}" + ("" if s["set"] else "  (default)")
+             + f"\n    {s['title']}: {s['description']}" for s in document["settings"]]
     return "\n".join(lines + [f"in {document['path']}"])

@@ -194,7 +194,8 @@ SCHEMAS = {
         env=array(STRING), handshake_timeout=nullable(NUMBER)))),
     "SettingList": obj(["settings", "path"], path=STRING, settings=array(ref("Setting"))),
     "SettingAnswer": wrapped("setting", "Setting"),
-    "Setting": obj(["name", "title", "value", "default", "set", "kind", "help"], name=STRING, title=STRING,
+    "Setting": obj(["name", "title", "description", "value", "default", "set", "kind", "help"], name=STRING,
+                   title=STRING, description=STRING,
                    value=STRING, default=STRING, set=BOOLEAN, kind=enum(("duration", "choice")), help=STRING,
                    choices=array(STRING)),
     "DaemonStatusAnswer": obj(["status"], status=obj(

@@ -50,7 +50,6 @@ export class SettingsView {
 }
 
 function help(setting) {
-  const text = setting.help.charAt(0).toUpperCase() + setting.help.slice(1);
   const example = setting.kind === "duration" ? ' Durations read like "90s", "30m" or "2h".' : "";
-  return `${text}.${example} Default: ${setting.default}. `;
+  return `${setting.description}${example} Default: ${setting.default}.`;
 }

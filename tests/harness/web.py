@@ -17,7 +17,8 @@ REFERENCE = f'command = [{json.dumps(sys.executable)}, "-m", "compozy.agents.ref
 STICKING_OUT = """() => {
   const width = document.documentElement.clientWidth;
   const out = [];
-  if (document.scrollingElement.scrollWidth > width) out.push(`the document is ${document.scrollingElement.scrollWidth}px wide`);
+  const wide = document.scrollingElement.scrollWidth;
+  if (wide > width) out.push(`the document is ${wide}px wide`);
   const clipped = (node) => {
     for (let up = node.parentElement; up && up !== document.body; up = up.parentElement) {
       if (getComputedStyle(up).overflowX !== "visible") return true;

@@ -16,18 +16,31 @@ from compozy.errors import CompozyError, invalid
 from compozy.paths import UnsafeHome, write_private_file
 from compozy.session.records.config_edit import NotEditable, set_key
 
-# name -> how the page titles it. Each is read from the running configuration when it is used.
+# name -> (title, description): how the page names it and says what it does. Each is read from the running
+# configuration whenever it is used.
 EDITABLE = {
-    "session.supervision.idle_release_after": "Pause idle agents after",
-    "session.supervision.quiet_after": "Warn when a turn has been quiet for",
-    "session.supervision.stop_grace": "Stop a quiet turn after a further",
-    "session.busy_input.default_mode": "A message sent while the agent works",
+    "session.supervision.idle_release_after": (
+        "Pause idle agents after",
+        "An agent with nothing to do is stopped after this long, to free its memory; the session stays, and its "
+        "next message starts the agent again where it left off (agents that can reload a session only). \"0\" "
+        "never pauses."),
+    "session.supervision.quiet_after": (
+        "Warn when a turn has been quiet for",
+        "A turn with no output from the agent for this long shows a quiet warning. \"0\" turns the watch off."),
+    "session.supervision.stop_grace": (
+        "Stop a quiet turn after a further",
+        "After the warning, a turn that stays silent this much longer is stopped. \"0\" only warns."),
+    "session.busy_input.default_mode": (
+        "A message sent while the agent works",
+        "queue: it waits for the current turn; steer: it joins the running turn; interrupt: it stops the turn and "
+        "starts in its place."),
 }
 
 
 def setting_view(config, name):
     setting = SETTINGS_BY_NAME[name]
-    view = {"name": name, "title": EDITABLE[name], "value": config.values.get(name, setting.default),
+    title, description = EDITABLE[name]
+    view = {"name": name, "title": title, "description": description, "value": config.values.get(name, setting.default),
             "default": setting.default, "set": name in config.values, "kind": setting.kind, "help": setting.help}
     if setting.choices:
         view["choices"] = list(setting.choices)
