@@ -22,8 +22,7 @@ def test_a_deeply_nested_update_with_a_secret_is_stored_capped_and_redacted_and_
         f'env = {{ REFERENCE_API_KEY = "{SECRET}" }}\n')
     daemon = DaemonProcess(home).start()
     try:
-        from compozy.cli.client import Client
-        api = Client(daemon.http_url, timeout=30)
+        api = daemon.client(timeout=30)
         session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
         deep = f"[nest 900 {SECRET}] [chunks 2] [nest 40 {SECRET}] after"
         answer = run_turn(api, session, deep)

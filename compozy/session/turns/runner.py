@@ -262,7 +262,8 @@ class Runner:
         if turn.finished:
             return
         turn.finished = True
-        turn.change_phase(TurnPhase.DONE)
+        with session.lock:  # a cancel checks the phase and moves it under this lock too
+            turn.change_phase(TurnPhase.DONE)
         self.requests.cancel_all(session, turn.id)
         usage = turn_usage(answered_usage, turn.last_usage, turn.cost_before)
         if usage is not None:
