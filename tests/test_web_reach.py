@@ -1,6 +1,7 @@
 """At a phone's width (390 px) and a desktop's, in headless Chromium against the real daemon: nothing on a busy
 session's view scrolls sideways, and every action (the session's, a message's, the composer's busy controls, the
-queue's, the runtime form's) can be scrolled to, lies wholly on screen and takes a click."""
+queue's, the runtime form's) can be scrolled to, lies wholly on screen, looks usable without hovering it and takes
+a click."""
 
 import pytest
 
@@ -42,6 +43,7 @@ def test_every_action_of_a_busy_session_is_on_screen_and_nothing_scrolls_sideway
     for control in controls:
         assert web.on_screen(control), control
         expect(control).to_be_enabled()
+        assert web.opacity(control) == 1, control  # nothing looks disabled until hovered
     page.get_by_role("button", name="Edit queued message 1").click()  # reached, it works
     page.get_by_role("textbox", name="Queued message 1").fill("edited from a narrow screen")
     page.get_by_role("button", name="Save").click()

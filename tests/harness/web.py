@@ -87,6 +87,16 @@ class Web:
         """Nothing on the page sticks out sideways (an empty list), whatever the width."""
         return self.page.evaluate(STICKING_OUT)
 
+    @staticmethod
+    def opacity(locator):
+        """How opaque the element is drawn (its own opacity times its ancestors'): 1 looks usable, a faded
+        control looks disabled."""
+        return locator.evaluate("""(node) => {
+          let shown = 1;
+          for (let at = node; at; at = at.parentElement) shown *= Number(getComputedStyle(at).opacity);
+          return shown;
+        }""")
+
     def on_screen(self, locator):
         """The element is scrolled to and lies wholly inside the viewport."""
         locator.scroll_into_view_if_needed()
