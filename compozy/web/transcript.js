@@ -130,6 +130,11 @@ function answered(content) {
 
 const MARKERS = {
   provider_failure(event, marker) { this.block(failureCard(event, marker)); },
+  prompt_dropped(event, marker) { // "queued input could not start: CODE: message" says the message only
+    const summary = marker.summary || "";
+    this.marker(event, summary.replace(/^(queued input could not start: )[a-z_]+: /, "$1"),
+      /could not/.test(summary) ? "warn" : "");
+  },
   prompt_cancel(event, marker) {
     this.marker(event, /ignored/.test(marker.summary || "") ? "The agent ignored the stop; its process was ended"
       : "You stopped the answer", "warn");
