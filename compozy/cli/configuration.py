@@ -93,11 +93,11 @@ def settings(obj, output):
 
 
 @config_group.command("set")
-@click.argument("name")
+@click.argument("setting")
 @click.argument("value")
 @output_option()
 @click.pass_obj
-def set_setting(obj, name, value, output):
+def set_setting(obj, setting, value, output):
     """Change one of those settings: written into config.toml (its other lines and comments kept) and
     applied at once, as `compozy daemon reload` applies it. Validated as config.toml is.
 
@@ -106,7 +106,7 @@ def set_setting(obj, name, value, output):
       compozy config set session.supervision.idle_release_after 10m
       compozy config set session.supervision.idle_release_after 0    # never pause idle agents
     """
-    document = obj.call("settings.set", setting=name, value=value)
+    document = obj.call("settings.set", setting=setting, value=value)
     emit(document, output, lambda d: f"{d['setting']['name']} = {d['setting']['value']} (applied)")
 
 

@@ -29,7 +29,8 @@ export class SettingsView {
     const form = el("form", { class: "setting", "data-setting": setting.name, "aria-label": setting.title },
       el("label", { for: id }, setting.title),
       el("div", { class: "setting-input" }, input, el("button", { type: "submit" }, "Save"), status),
-      el("p", { id: `${id}-help`, class: "muted help" }, help(setting)));
+      el("p", { id: `${id}-help`, class: "muted help" }, help(setting), " In config.toml: ",
+        el("code", {}, setting.name), "."));
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       replace(status, "Saving…");
