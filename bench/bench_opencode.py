@@ -1,7 +1,8 @@
 """Side by side with opencode (optional): create, list and memory, both measured in this run.
 
-Runs only when `opencode` (npm `opencode-ai`) is on PATH and CI is not set; skipped otherwise, so
-it never runs in CI. `opencode serve` starts here without a model. Each side gets the same client:
+Runs only when `opencode` (npm `opencode-ai`) is on PATH, or installed by the interop suite
+(tests/interop, in $COMPOZY_INTEROP_DIR/adapters/opencode), and CI is not set; skipped otherwise, so it
+never runs in CI. `opencode serve` starts here without a model. Each side gets the same client:
 sequential POSTs with a new connection each, then one list, then the server's RSS (its own
 process; compozy's agents are not started).
 """
@@ -13,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +22,11 @@ from tests.harness.daemon import auth_for  # our daemon's secret; opencode's por
 from conftest import ms, rss_mib, table
 
 CREATES = 200
+INTEROP = Path(os.environ.get("COMPOZY_INTEROP_DIR") or Path.home() / ".cache" / "compozy-interop")
+INSTALLED = INTEROP / "adapters" / "opencode" / "node_modules" / ".bin" / "opencode"
+OPENCODE = shutil.which("opencode") or (str(INSTALLED) if INSTALLED.exists() else None)
 
-pytestmark = pytest.mark.skipif(shutil.which("opencode") is None or bool(os.environ.get("CI")),
+pytestmark = pytest.mark.skipif(OPENCODE is None or bool(os.environ.get("CI")),
                                 reason="opencode is not installed (or this is CI)")
 
 
@@ -61,7 +66,7 @@ def test_side_by_side(benchmark, daemon, workspace, tmp_path):
     port = _free_port()
     env = dict(os.environ, HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"),
                XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_STATE_HOME=str(tmp_path / "state"))
-    opencode = subprocess.Popen(["opencode", "serve", "--port", str(port), "--hostname", "127.0.0.1"], cwd=workspace,
+    opencode = subprocess.Popen([OPENCODE, "serve", "--port", str(port), "--hostname", "127.0.0.1"], cwd=workspace,
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 60

@@ -137,8 +137,13 @@ OPERATIONS = (
                                                                   "page_unavailable"),
               body={"session_id": v.identifier("sess")}, cli=Cli("open", ("session_id",))),
     Operation("GET", "/api/agents", "agent.list", "list_agents",
-              "The configured agents: provider, command (and whether it is found on PATH), default runtime",
-              (Success(200, "AgentList"),), cli=Cli("agent list")),
+              "The configured agents: provider, command (and whether its program is installed and runnable), "
+              "default runtime", (Success(200, "AgentList"),), cli=Cli("agent list")),
+    Operation("POST", "/api/agents/<agent_name>/doctor", "agent.doctor", "doctor_agent",
+              "Start the agent in a scratch folder as a session would and report each step (launch, "
+              "authentication, opening and closing an ACP session), timed, with the first error's evidence; the "
+              "agent is stopped after", (Success(200, "AgentDoctorAnswer"),), ("agent_not_found",),
+              cli=Cli("agent doctor", ("agent_name",))),
     Operation("GET", "/api/settings", "settings.list", "list_settings",
               "The settings the page and `compozy config set` change: each one's value, default, kind and help",
               (Success(200, "SettingList"),), cli=Cli("config settings")),

@@ -57,6 +57,8 @@ SETTINGS = (
             "an explicit budget for one prompt turn; \"0\" means none"),
     Setting("session.supervision.progress_notify_interval", "10m", "duration",
             "how often a running turn records a runtime_progress event; \"0\" disables"),
+    Setting("session.supervision.activity_heartbeat_interval", "30s", "duration",
+            "how often a waiting session's activity.last_activity_at moves (metadata only); \"0\" disables"),
     Setting("session.supervision.first_output_after", "20s", "duration",
             "a prompt's wait for its first output before a no_output runtime_warning (doubling); \"0\" disables"),
     Setting("session.stop.cooperative_grace", "10s", "duration",

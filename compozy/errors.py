@@ -34,6 +34,7 @@ ERRORS = {
     "session_not_found": ErrorKind(404, "no session with that ID in that workspace"),
     "parent_session_not_found": ErrorKind(404, "the parent session does not exist in the target workspace"),
     "agent_not_found": ErrorKind(404, "no agent definition with that name"),
+    "registry_agent_not_found": ErrorKind(404, "the ACP registry lists no agent with that id"),
     "queue_entry_not_found": ErrorKind(404, "no queue entry with that ID in the session"),
     "permission_request_not_found": ErrorKind(404, "no pending permission request with that ID"),
     "route_not_found": ErrorKind(404, "the agent does not declare that 1-based fallback_chain route"),
@@ -42,6 +43,7 @@ ERRORS = {
     "method_not_allowed": ErrorKind(405, "the route exists but not for this HTTP method"),
     # 409
     "workspace_conflict": ErrorKind(409, "a workspace with that name or path already exists"),
+    "agent_conflict": ErrorKind(409, "config.toml already defines an agent or provider of that name"),
     "session_archived": ErrorKind(409, "the session is archived"),
     "session_not_stopped": ErrorKind(409, "the operation needs a stopped session"),
     "session_not_active": ErrorKind(409, "the operation needs an active session"),
@@ -77,6 +79,8 @@ ERRORS = {
     "provider_auth_failure": ErrorKind(422, "the provider requires authentication"),
     "provider_unavailable": ErrorKind(422, "the provider process could not be started or did not speak ACP"),
     "runtime_option_unsupported": ErrorKind(422, "the provider does not accept that runtime option or value"),
+    "distribution_unavailable": ErrorKind(422, "the registry entry offers no distribution this machine can use"),
+    "agent_install_failed": ErrorKind(422, "installing the agent's package or binary failed"),
     # 429
     "tool_call_limit_reached": ErrorKind(429, "the calling session has session.tools.max_concurrent_calls native "
                                               "tool calls in flight"),
@@ -84,6 +88,8 @@ ERRORS = {
     "internal_error": ErrorKind(500, "an unexpected error; the daemon log has the details"),
     # 502
     "tool_backend_failed": ErrorKind(502, "the prompted session's agent was lost and recovery was exhausted"),
+    "registry_unavailable": ErrorKind(502, "the ACP registry could not be read (an unreachable URL, no such file)"),
+    "registry_invalid": ErrorKind(502, "the ACP registry's document is not in the registry's format"),
     # 503
     "new_work_admission_unavailable": ErrorKind(503, "the daemon is shutting down and admits no new work"),
     "daemon_unavailable": ErrorKind(503, "no daemon answers at that address"),

@@ -27,7 +27,7 @@ from compozy.session.records import reads
 from compozy.session.records.agents import AgentViews
 from compozy.session.records.creation import create_session
 from compozy.session.records.feed import Feed, catalog_changed
-from compozy.session.records.governed import refuse_user_action
+from compozy.session.records.governed import refuse_removal
 from compozy.session.records.listing import list_filters
 from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.reading import SessionReads
@@ -210,7 +210,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
     def remove_session(self, session_id, workspace=None):
         """Stop a live session (verified), then delete its catalog row and directory."""
         session = self._session(session_id, workspace)
-        refuse_user_action(session.record, "removed")
+        refuse_removal(self.store, session.record)
         if session.state in LIVE_STATES:
             lifecycle.stop_for(self.stopper, session, StopCause.REMOVAL, "stop_unverified")
         self.store.remove(session.record)  # raises with the session whole when it cannot remove it
@@ -218,6 +218,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
             self.live.pop(session.id, None)
         session.close()
         self._catalog_changed("deleted", session.record)
+        self.services.observers.emit("removed", session.record)
         return {"removed": {"session_id": session.id, "workspace_id": session.record.workspace_id}}
 
     # -- prompts and busy input -----------------------------------------------------------

@@ -213,6 +213,14 @@ class HealthState(StrEnum):
     DETACHED = "detached"
 
 
+class WaitingOn(StrEnum):
+    """activity.waiting.on: what a live session waits on, in the order reads name them when several hold."""
+
+    PERMISSION = "permission"
+    REPLY = "reply"
+    CHILD = "child"
+
+
 class BusyMode(StrEnum):
     QUEUE = "queue"
     STEER = "steer"

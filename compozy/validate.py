@@ -310,5 +310,6 @@ CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, 
 WORKSPACE_REFERENCE = f"{id_pattern('ws')}|{WORKSPACE_NAME_PATTERN}"  # a workspace by ID or name
 PATH_FIELDS = {"session_id": identifier("sess", required=True), "entry": identifier("queue", required=True),
                "workspace": text(required=True, pattern=WORKSPACE_REFERENCE, rule="must be a workspace name or ID"),
+               "agent_name": text(required=True, max_length=64),
                "setting": text(required=True, max_length=200, rule="a setting's dotted name; any other is "
                                                                    "setting_not_editable")}

@@ -53,6 +53,8 @@ def test_config_check_prints_what_it_resolved_or_the_problems(home):
     valid = cli_json(home, "config", "check")
     assert valid["default_agent"] == "coder"
     assert valid["providers"]["absent"]["found"] is False
+    assert valid["providers"]["absent"]["installed"]["installed"] is False
+    assert valid["providers"]["ref2"]["installed"]["installed"] is True
     assert valid["providers"]["ref2"]["env"] == ["EXAMPLE_API_KEY"]
     text = run_cli(home, "config", "check").stdout
     assert "NOT FOUND on PATH: compozy-no-such-agent-acp" in text

@@ -52,6 +52,9 @@ CLI_TESTED_ELSEWHERE = {
     "daemon reload": "tests/test_cli_agents.py reloads a running daemon by the command and by SIGHUP",
     "mcp relay": "spec/tools/tools-stdio-relay.yaml has the agent launch it; tests/test_tool_server.py drives it "
                  "with the official MCP client",
+    "agent add": "tests/test_agent_registry.py adds agents from a registry file in the registry's format (npx, "
+                 "binary and npm installs from loopback servers) and its errors (an edit of config.toml on this "
+                 "machine, not an operation of the daemon)",
     "agent login": "tests/test_agent_evidence.py logs the reference agent in by its terminal and agent-type methods "
                    "(a person's act on this machine, not an operation of the daemon)",
 }

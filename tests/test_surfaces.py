@@ -17,7 +17,7 @@ from tests.harness.commands import cli_commands
 # Commands that run or manage the daemon process itself rather than call the API.
 # `completion` prints a shell script.
 LOCAL_COMMANDS = {"daemon run", "daemon start", "daemon stop", "daemon status", "daemon reload", "agent reference",
-                  "completion", "config check", "agent login"}
+                  "completion", "config check", "agent login", "agent add"}
 # CLI flags whose value the command reshapes before it becomes the field.
 RESHAPED_FLAGS = {("session new", "--cwd"): "made absolute; the current directory when --workspace is not given"}
 # interface.md, "Native tools for agents", for the operations that exist today.

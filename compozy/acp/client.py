@@ -58,6 +58,7 @@ class AgentClient:
     def __init__(self, provider, process=None, listener=None, label="agent"):
         self.provider, self.process, self.listener, self.label = provider, process, listener, label
         self.caps, self.agent_info, self.auth_methods = {}, {}, []
+        self.protocol_version = None  # what initialize answered (always 1 once launched)
         self.acp_session_id = None
         self.config_options, self.legacy_models, self.modes = [], None, None
         self.effective = {"provider": provider.name}
@@ -220,6 +221,7 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias
         client.process.close_stdin()
         client.process.kill_tree(REFUSED_TERM_GRACE, REFUSED_KILL_GRACE)
         raise
+    client.protocol_version = result.get("protocolVersion")
     client.caps = result.get("agentCapabilities") or {}
     client.agent_info = result.get("agentInfo") or {}
     client.auth_methods = result.get("authMethods") or []

@@ -10,6 +10,7 @@ import logging
 
 from compozy.acp import auth
 from compozy.acp.driver import AcpError, AgentExited
+from compozy.acp.evidence import described
 from compozy.acp.options import take_options
 from compozy.acp.refusal import refused
 from compozy.redact import redact
@@ -68,7 +69,7 @@ def _take_up(client, method, params):
     except (AcpError, TimeoutError) as exc:
         client.acp_session_id = None
         log.warning("%s: %s of %r failed (%s); trying another way", client.label, method, params["sessionId"],
-                    redact(str(exc), client.process.env))
+                    described(exc, client.process.env))  # the agent's reason, often only in the error's data
         return False
     except AgentExited as exc:
         raise refused(client, "load_session_failure", f"agent exited during {method}", exc=exc) from None

@@ -4,6 +4,7 @@ Layer 6 (surface). It reads the file the daemon of this home reads, with the dae
 so what it accepts the daemon accepts (`daemon reload` checks the same way before it signals).
 """
 
+import os
 import shutil
 import sys
 
@@ -54,11 +55,13 @@ def check(output):
 
 def resolved(config, path):
     from compozy.config import SETTINGS
+    from compozy.registry.installed import state
     return {"valid": True, "path": str(path), "exists": path.exists(), "default_agent": config["default_agent"],
             "agents": {name: {"provider": a.provider, "runtime": a.defaults(),
                               "fallback_chain": [r.runtime() for r in a.fallback_chain]}
                        for name, a in sorted(config.agents.items())},
             "providers": {name: {"command": list(p.command), "found": shutil.which(p.command[0]) is not None,
+                                 "installed": state(list(p.command), {**os.environ, **p.env}),
                                  "env": sorted(p.env), "handshake_timeout": p.handshake_timeout,
                                  "auth_method": p.auth_method}
                           for name, p in sorted(config.providers.items())},
@@ -74,7 +77,9 @@ def _text(document):
     lines.append("providers")
     for name, p in document["providers"].items():
         found = "" if p["found"] else f"   (NOT FOUND on PATH: {p['command'][0]})"
-        lines.append(f"  {name:<16} {' '.join(p['command'])}{found}")
+        installed = "" if p["installed"]["installed"] or not p["found"] else \
+            f"   (NOT INSTALLED: {p['installed']['detail']})"
+        lines.append(f"  {name:<16} {' '.join(p['command'])}{found}{installed}")
     return "\n".join(lines)
 
 

@@ -106,6 +106,10 @@ def session_block(session):
     for field in ("stop_reason", "stop_detail", "attention"):
         if session.get(field):
             lines.append(f"{field.replace('_', ' ').capitalize():<14}{session[field]}")
+    waiting = (session.get("activity") or {}).get("waiting")
+    if waiting:
+        on = waiting.get("session_id") or waiting.get("request_id")
+        lines.append(f"Waiting       on a {waiting['on']}" + (f" ({on})" if on else "") + f" since {waiting['since']}")
     if session.get("failure"):
         failure = session["failure"]
         lines.append(f"Failure       {failure.get('kind')}: {failure.get('summary', '')}")

@@ -8,7 +8,8 @@ from compozy import validate as v
 from compozy.errors import ERRORS
 from compozy.states import (PERMISSION_SELECTED, TOP_LEVEL_KINDS, BusyMode, Disposition, FirstPrompt, HealthState,
                             LineageKind, NativeState, PermissionDecision, QueueStatus, RuntimeStatus,
-                            RuntimeTransition, SessionState, SessionType, SteerDelivery, StopCause, StopReason)
+                            RuntimeTransition, SessionState, SessionType, SteerDelivery, StopCause, StopReason,
+                            WaitingOn)
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -79,11 +80,14 @@ SUPERVISION = obj(["work_signals", "sources", "quiet_warning"], work_signals=arr
                   sources=OBJECT, quiet_warning=nullable(OBJECT))
 FAILURE = obj(["kind"], kind=STRING, summary=STRING, code=STRING, crash_bundle_path=nullable(STRING),
               agent_error=obj(["code", "message"], code=INTEGER, message=STRING), stderr_tail=array(STRING))
+ACTIVITY = obj(["last_activity_at"], last_activity_at=nullable(STRING), last_activity_kind=nullable(STRING),
+               waiting=obj(["on", "since"], on=enum(WaitingOn), since=TIMESTAMP,
+                           session_id=STRING, request_id=STRING))
 FENCES = obj(["epoch", "generation", "max_sequence"], epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER)
 SESSION_FIELDS = dict(
     id=STRING, name=nullable(STRING), type=enum(SessionType), agent_name=STRING, workspace_id=STRING,
     cwd=nullable(STRING), created_at=TIMESTAMP, updated_at=TIMESTAMP, archived=BOOLEAN, archived_at=TIMESTAMP,
-    fences=FENCES, runtime=RUNTIME, lineage=LINEAGE, activity=obj(["last_activity_at"], last_activity_at=nullable(STRING)),
+    fences=FENCES, runtime=RUNTIME, lineage=LINEAGE, activity=ACTIVITY,
     health=HEALTH, supervision=SUPERVISION, escalated=BOOLEAN, verified=nullable(BOOLEAN),
     stop_reason=enum(StopReason), stop_detail=STRING, failure=FAILURE, attention=nullable(STRING),
     derivation=ref("Derivation"),
@@ -189,9 +193,20 @@ SCHEMAS = {
     "LoginAnswer": wrapped("login", "Login"),
     "Login": obj(["url", "expires_at"], url=STRING, expires_at=STRING),
     "AgentList": obj(["agents", "default_agent"], default_agent=STRING, agents=array(obj(
-        ["name", "provider", "command", "found", "runtime", "default"], name=STRING, provider=STRING,
-        command=array(STRING), found=BOOLEAN, runtime=OBJECT, default=BOOLEAN, fallback_chain=array(OBJECT),
-        env=array(STRING), handshake_timeout=nullable(NUMBER)))),
+        ["name", "provider", "command", "found", "installed", "install_detail", "runtime", "default"], name=STRING,
+        provider=STRING, command=array(STRING), found=BOOLEAN, installed=BOOLEAN, install_detail=STRING,
+        runtime=OBJECT, default=BOOLEAN, fallback_chain=array(OBJECT), env=array(STRING),
+        handshake_timeout=nullable(NUMBER)))),
+    "AgentDoctorAnswer": obj(["doctor"], doctor=obj(
+        ["agent", "provider", "command", "ok", "steps", "error", "stderr_tail", "stopped"], agent=STRING,
+        provider=STRING, command=array(STRING), ok=BOOLEAN, stopped=BOOLEAN, stderr_tail=array(STRING),
+        steps=array(obj(["step", "ok", "seconds", "detail"], step=STRING, ok=BOOLEAN, seconds=nullable(NUMBER),
+                        detail=STRING)),
+        protocol_version=nullable(INTEGER), agent_info=nullable(OBJECT), capabilities=nullable(OBJECT),
+        auth_methods=nullable(array(OBJECT)), authenticated=nullable(STRING),
+        error=nullable(obj(["step", "code", "failure_kind", "message"], step=STRING, code=STRING,
+                           failure_kind=STRING, message=STRING, agent_error=OBJECT, stderr_tail=array(STRING),
+                           auth_methods=array(OBJECT), tried=nullable(STRING), next_command=STRING)))),
     "SettingList": obj(["settings", "path"], path=STRING, settings=array(ref("Setting"))),
     "SettingAnswer": wrapped("setting", "Setting"),
     "Setting": obj(["name", "title", "description", "value", "default", "set", "kind", "help"], name=STRING,

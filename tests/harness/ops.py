@@ -1,6 +1,6 @@
 """Scenario operations: the operation table (compozy/api.py) plus what only the surfaces know.
 
-Scenario arguments name the path parameters `session`, `workspace` and `entry`; every other
+Scenario arguments name the path parameters `session`, `workspace`, `entry` and `agent_name`; every other
 argument is the operation's body or query. From the table the in-process surface gets the façade
 method and its keywords, HTTP the request, and the CLI the command, its arguments and its flags;
 this module keeps the rest: the streaming variant of a prompt and the CLI spellings the table

@@ -16,6 +16,7 @@ def observe(manager):
     services = manager.services
     messaging = observers.add(Messaging(services, manager.engine, manager._session))
     services.work_signals.append(messaging.signals)
+    services.waits.append(messaging.waits)
     return {"hooks": observers.add(Hooks(services)), "messaging": messaging,
             "titles": observers.add(Titles(services, manager._session)),
             "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces))}

@@ -10,7 +10,7 @@ automatic inactivity stop from firing until it can be inspected again. A stoppin
 import logging
 from dataclasses import dataclass, field
 
-from compozy.session.records.live import live_children
+from compozy.session.records.waiting import live_children
 from compozy.states import Attention, SessionState
 
 log = logging.getLogger("compozy.supervision")

@@ -2,8 +2,8 @@
 
 Layer 4 (the only module that imports APScheduler). Each tick evaluates, from in-memory state
 rebuilt at boot: cancel escalation, recovery backoff, the first-output warnings, the silence watchdog,
-the prompt budget, runtime_progress events, permission timeouts and idle runtime release. Nothing here
-is persisted as a keep-alive flag.
+the prompt budget, runtime_progress events, waiting heartbeats, permission timeouts and idle runtime
+release. Nothing here is persisted as a keep-alive flag.
 """
 
 import logging
@@ -16,13 +16,14 @@ from apscheduler.triggers.interval import IntervalTrigger
 from compozy.clock import iso_from_epoch
 from compozy.session.lifecycle.sources import UNKNOWN, attention_for
 from compozy.session.lifecycle.sources import inspect as inspect_sources
-from compozy.session.records.live import live_children, outside_work
+from compozy.session.records.waiting import active_children, live_children, outside_work, waiting_on
 from compozy.states import MarkerKind, RuntimeStatus, SessionState, StopCause
 
 log = logging.getLogger("compozy.supervision")
 
 SWEEP_SECONDS = 0.25
 NO_OUTPUT_STDERR_LINES = 5
+HEARTBEAT = "waiting_heartbeat"  # activity.last_activity_kind of a waiting session's heartbeat
 
 
 class Supervisor:
@@ -58,6 +59,7 @@ class Supervisor:
         config = self.services.config
         sources = inspect_sources(session, now, config["session.supervision.quiet_after"], self.services.processes)
         self._attention(session, sources)
+        self._heartbeat(session, now, config["session.supervision.activity_heartbeat_interval"])
         turn = session.turn
         if turn is not None and not turn.finished:
             self._turn_timers(session, turn, now, config, sources)
@@ -72,6 +74,17 @@ class Supervisor:
             if wanted != session.record.attention and session.state != SessionState.STOPPED:
                 session.save(attention=wanted)
 
+    @staticmethod
+    def _heartbeat(session, now, interval):
+        """While a session waits (records.waiting), activity.last_activity_at moves every interval: metadata
+        only, no event, and no work proven (the watchdog reads the turn's progress and work signals)."""
+        if not interval or waiting_on(session) is None:
+            session.heartbeat_at = None
+            return
+        if session.heartbeat_at is None or now - session.heartbeat_at >= interval:
+            session.heartbeat_at = now
+            session.touch(HEARTBEAT)
+
     def _turn_timers(self, session, turn, now, config, sources):
         if turn.cancel_deadline is not None and now >= turn.cancel_deadline and not turn.escalate \
                 and session.stop_operation is None:
@@ -80,8 +93,8 @@ class Supervisor:
         if turn.recovery_due is not None and now >= turn.recovery_due:
             turn.recovery_ready = True
             turn.wake.set()
-        if sources.verified_tools or outside_work(session):
-            turn.last_work = now  # a verified running tool, or a reply awaited, is fresh work
+        if sources.verified_tools or outside_work(session) or active_children(session):
+            turn.last_work = now  # a verified running tool, a reply that can still come, a busy child: fresh work
         self._first_output(session, turn, now, config["session.supervision.first_output_after"])
         self._watchdog(session, turn, now, config, blocked=sources.worst == UNKNOWN)
         budget = config["session.supervision.prompt_deadline"]
@@ -117,7 +130,7 @@ class Supervisor:
         quiet_after, stop_grace = config["session.supervision.quiet_after"], config["session.supervision.stop_grace"]
         if not quiet_after:
             return
-        silence = now - max(turn.last_progress, turn.last_work) if turn.waiting_on_agent else 0.0
+        silence = turn.silence(now)
         if silence < quiet_after:
             turn.quiet_warning = None
             return

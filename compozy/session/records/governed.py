@@ -7,7 +7,7 @@ than its parent's: its own mode is the narrowest of that and the daemon's `permi
 
 from compozy.clock import epoch_from_iso
 from compozy.errors import CompozyError
-from compozy.states import LineageKind, PermissionMode, SessionType
+from compozy.states import LineageKind, PermissionMode, SessionState, SessionType
 
 DAEMON_MANAGED = (SessionType.SYSTEM, SessionType.COORDINATOR, SessionType.SPAWNED)
 MAX_AGENT_DEPTH = 3  # a session an agent creates is at most this many levels below its root
@@ -29,6 +29,20 @@ def refuse_user_action(record, action):
     if is_daemon_managed(record):
         raise CompozyError("session_daemon_managed", f"session {record.id} is daemon-managed ({record.type}); "
                            f"it cannot be {action} by a user", session_id=record.id, session_type=record.type)
+
+
+def refuse_removal(store, record):
+    """Users do not remove a daemon-managed session, but for a spawned child that is stopped and whose
+    parent is stopped or gone: nothing owns it any more, and its history is theirs to delete."""
+    if record.type != SessionType.SPAWNED:
+        return refuse_user_action(record, "removed")
+    parent_id = (record.lineage or {}).get("parent_session_id")
+    parent = store.get(parent_id) if parent_id else None
+    if record.state == SessionState.STOPPED and (parent is None or parent.state == SessionState.STOPPED):
+        return None
+    raise CompozyError("session_daemon_managed", f"session {record.id} is a governed child of session "
+                       f"{parent_id}; it can be removed once it and its parent are stopped",
+                       session_id=record.id, session_type=record.type, parent_session_id=parent_id)
 
 
 def refuse_expired(record, now):

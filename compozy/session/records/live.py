@@ -16,7 +16,8 @@ from compozy.redact import EncodedRedaction, known_secret_values
 from compozy.session.records.feed import Feed, attention_changed, catalog_changed
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
-from compozy.states import RUNTIME, SESSION, TOP_LEVEL_KINDS, RuntimeStatus
+from compozy.session.records.waiting import active_children, outside_work, waiting_view
+from compozy.states import RUNTIME, SESSION, RuntimeStatus
 from compozy.text import MAX_CONTENT_DEPTH, compact_json, map_document, may_nest_deeper
 
 log = logging.getLogger("compozy.session")
@@ -48,6 +49,7 @@ class Services:
     identities: object = None
     observers: Observers = field(default_factory=Observers)
     work_signals: list = field(default_factory=list)  # callables: session -> more supervision.work_signals
+    waits: list = field(default_factory=list)  # callables: session -> more of what it waits on (records.waiting)
     accepting: bool = True
 
 
@@ -77,6 +79,7 @@ class LiveSession:
         self.starting = None  # the agent being started for this session: {agent, provider, since, started}
         self.last_agent = None  # the last agent that served or was refused: its stderr is evidence
         self.cost_seen = None  # the cumulative cost the agent last reported: {acp_session_id, amount, currency}
+        self.heartbeat_at = None  # the last waiting heartbeat (monotonic), while the session waits
         self._carried = None
 
     @property
@@ -157,7 +160,7 @@ class LiveSession:
         return self.append_event("transcript_marker.created", {"marker": marker}, turn_id)
 
     def touch(self, kind):
-        self.activity = {"last_activity_at": now_iso(), "last_activity_kind": kind}
+        self.activity = {"last_activity_at": iso_from_epoch(self.services.clock.wall()), "last_activity_kind": kind}
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -229,19 +232,6 @@ def read_secrets(services, session=None):
     return known_secret_values(*environments)
 
 
-def waiting_view(session, turn):
-    """activity.starting while an agent starts for the session, and activity.awaiting_output_since while a
-    sent prompt has had no output from the agent yet."""
-    clock, view = session.services.clock, {}
-    starting = session.starting
-    if starting is not None:
-        view["starting"] = {"agent": starting["agent"], "provider": starting["provider"], "since": starting["since"],
-                            "elapsed_seconds": round(clock.monotonic() - starting["started"], 1)}
-    if turn is not None and turn.prompting and turn.prompt_sent_at is not None and not turn.output_seen:
-        view["awaiting_output_since"] = iso_from_epoch(clock.wall() - (clock.monotonic() - turn.prompt_sent_at))
-    return view
-
-
 def supervision_view(session):
     """supervision.work_signals, .sources and .quiet_warning for session reads."""
     turn, sources = session.turn, session.sources
@@ -258,26 +248,10 @@ def supervision_view(session):
                 signals.append({"kind": "running_tool", "tool_call_id": tool_id})
         if turn.pending_permissions:
             signals.append({"kind": "pending_permission", "count": turn.pending_permissions})
-    children = [c for c in live_children(session) if c.turn is not None]
-    signals += [{"kind": "active_child", "session_id": c.id} for c in children]
+    signals += [{"kind": "active_child", "session_id": c.id} for c in active_children(session)]
     signals += outside_work(session)
     return {"work_signals": signals, "sources": sources.view() if sources else dict(UNINSPECTED),
             "quiet_warning": turn.quiet_warning if turn is not None else None}
-
-
-def outside_work(session):
-    """Work signals other parts of the daemon hold for a session (a reply it awaits): while any holds,
-    supervision neither stops the session for silence nor releases its agent."""
-    return [signal for source in session.services.work_signals for signal in source(session)]
-
-
-def live_children(session):
-    """Live sessions whose parent this is; a continued or forked session names its source as provenance
-    only and is nobody's child (it never keeps its source alive)."""
-    registry = session.services.live_sessions
-    sessions = registry() if registry else []
-    return [s for s in sessions if (s.record.lineage or {}).get("parent_session_id") == session.id
-            and (s.record.lineage or {}).get("kind") not in TOP_LEVEL_KINDS]
 
 
 class RuntimeEvents:

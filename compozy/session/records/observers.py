@@ -11,13 +11,14 @@ log = logging.getLogger("compozy.observers")
 
 # The names an observer may implement, and what each receives:
 #   created(record)                        a session was created (any surface, a derive, a spawn)
+#   removed(record)                        a session was removed (its directory and catalog row are gone)
 #   state_changed(session, old, new)       a LiveSession's lifecycle state moved along an edge
 #   appended(session, records)             events were committed to a LiveSession's events.db
 #   agent_exited(session, runtime)         an agent process of the session ended (for any reason)
 #   attention_changed(session, old, new)   the session's attention changed
 #   started()                              the daemon finished its boot
 #   closing()                              the daemon is shutting down
-SIGNALS = ("created", "state_changed", "appended", "agent_exited", "attention_changed", "started", "closing")
+SIGNALS = ("created", "removed", "state_changed", "appended", "agent_exited", "attention_changed", "started", "closing")
 
 
 class Observers:

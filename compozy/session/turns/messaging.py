@@ -1,10 +1,13 @@
 """Messaging with reply wakes: compozy__session_prompt with notify_on_complete.
 
 Layer 4. A watch is written when the asked turn is admitted (`reply-watches.json` in the home,
-atomic): sender, target, turn, expiry (session.messaging.reply_watch_ttl). While it waits the sender
-shows the `awaiting_reply` work signal. When the asked turn ends (or was found ended at boot), the
-wake (who answered, how the turn ended, its final text, bounded) is prompted to the sender under
-the key `wake-<watch>`, so a repeat after a crash admits it once:
+atomic): sender, target, turn, expiry (session.messaging.reply_watch_ttl). The sender waits on a
+reply while the watch lasts (activity.waiting), and shows the `awaiting_reply` work signal while the
+reply can still come: the asked session is live (its turn running or queued) and not archived, or the
+wake waits for delivery. A watch whose asked session was stopped, archived or removed counts as work
+no more, though it still delivers if that session runs the turn later. When the asked turn ends (or
+was found ended at boot), the wake (who answered, how the turn ended, its final text, bounded) is
+prompted to the sender under the key `wake-<watch>`, so a repeat after a crash admits it once:
 - a sender that is active (bound, or released and unbound) gets it as a turn of its own, or queued
   behind its current turn;
 - a sender the daemon stopped for a failure or its own shutdown (shutdown, crash, error) is resumed by it;
@@ -13,7 +16,7 @@ the key `wake-<watch>`, so a repeat after a crash admits it once:
   stopped) stays stopped: the wake waits and is queued when a prompt resumes it. Resuming it would
   undo the very limit that stopped it;
 - a governed child past its TTL never runs again: its watches are dropped.
-Watches survive a restart; an expired watch is dropped.
+Watches survive a restart; an expired watch is dropped, and so is a watch of a removed session.
 """
 
 import json
@@ -26,7 +29,7 @@ from compozy.ids import new_ulid
 from compozy.paths import write_private_json
 from compozy.session.records.governed import refuse_expired
 from compozy.session.records.replay import turn_text
-from compozy.states import BusyMode, SessionState, StopReason
+from compozy.states import LIVE_STATES, BusyMode, SessionState, StopReason, WaitingOn
 
 log = logging.getLogger("compozy.messaging")
 
@@ -65,12 +68,28 @@ class Messaging:
         return watch
 
     def signals(self, session):
-        """The awaiting_reply work signals of a sender."""
-        now = self.services.clock.wall()
+        """The awaiting_reply work signals of a sender: its watches whose reply can still come."""
         return [{"kind": "awaiting_reply", "session_id": w["target_id"], "turn_id": w["turn_id"],
                  "expires_at": w["expires_at"], "reply_ready": w["wake"] is not None}
-                for w in list(self.watches.values())
-                if w["sender_id"] == session.id and epoch_from_iso(w["expires_at"]) > now]
+                for w in self._watches_of(session) if w["wake"] is not None or self._can_answer(w["target_id"])]
+
+    def waits(self, session):
+        """What a sender waits on (activity.waiting): every watch it holds, whether it counts as work or not."""
+        return [{"on": WaitingOn.REPLY.value, "since": w["created_at"], "session_id": w["target_id"]}
+                for w in self._watches_of(session)]
+
+    def _watches_of(self, sender):
+        now = self.services.clock.wall()
+        return [w for w in list(self.watches.values())
+                if w["sender_id"] == sender.id and epoch_from_iso(w["expires_at"]) > now]
+
+    def _can_answer(self, target_id):
+        """The asked session may still run the asked turn: it is live (the turn running or queued) and not
+        archived. One a person stopped, archived or removed runs nothing until someone resumes it."""
+        registry = self.services.live_sessions
+        live = next((s for s in (registry() if registry else []) if s.id == target_id), None)
+        record = live.record if live is not None else self.services.store.get(target_id)
+        return record is not None and not record.archived and record.state in LIVE_STATES
 
     # -- observer ----------------------------------------------------------------------------
 
@@ -87,6 +106,12 @@ class Messaging:
             if event["type"] in TURN_ENDS and event["turn_id"]:
                 for watch in self._waiting_for(session.id, event["turn_id"]):
                     self._answered(watch, session)
+
+    def removed(self, record):
+        """A removed session neither answers nor takes a wake: its watches go."""
+        for watch in list(self.watches.values()):
+            if record.id in (watch["sender_id"], watch["target_id"]):
+                self._drop(watch, f"session {record.id} was removed")
 
     def state_changed(self, session, old, new):
         """A sender resumed by a user, or stopped by the daemon, may now take its wakes."""

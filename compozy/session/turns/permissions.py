@@ -16,6 +16,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.ids import new_id
 from compozy.session.records.governed import permission_mode
@@ -39,6 +40,7 @@ class PendingRequest:
     kind: str  # "permission", "fs_write" or "tool_call"
     created: float  # on the services' monotonic clock
     options: tuple  # what may answer it, in the offered order
+    held_since: str | None = None  # when a person was first asked (wall time, as reads write it)
 
 
 def inside(root, path):
@@ -136,6 +138,7 @@ class AgentRequests:
         return None  # approve-reads and not a read, or no option of an allowing kind: a person decides
 
     def _hold(self, session, pending, details):
+        pending.held_since = iso_from_epoch(self.services.clock.wall())
         with session.lock:
             session.permissions[pending.request_id] = pending
             turn = session.turn

@@ -7,6 +7,7 @@ timers, and the agent's reader thread marks its progress.
 
 import threading
 
+from compozy.clock import iso_from_epoch
 from compozy.states import TURN, TurnPhase
 
 
@@ -36,6 +37,7 @@ class Turn:
         self.open_tools = {}  # tool_call_id -> when it was last heard of (monotonic)
         self.finished = False
         self.started_at = self.last_progress = self.last_progress_event = clock.monotonic()
+        self.began_at = iso_from_epoch(clock.wall())  # started_at as reads write it (activity.waiting.since)
         self.last_work = self.started_at  # the last sweep that saw another work signal (a verified tool)
         self.deadline_hit = False
         self.quiet_warning = None
@@ -63,6 +65,10 @@ class Turn:
     def waiting_on_agent(self):
         """Silence accrues only while the agent owes us work (not while we owe it an answer)."""
         return self.prompting and self.pending_permissions == 0 and self.tool_calls == 0
+
+    def silence(self, now):
+        """How long the agent has owed this turn work with no progress and no other work signal."""
+        return now - max(self.last_progress, self.last_work) if self.waiting_on_agent else 0.0
 
     def progress(self):
         self.last_progress = self.clock.monotonic()
