@@ -121,8 +121,12 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
         attention = []
         for session_id in self.catalog.attention_ids(ATTENTION_LIMIT):
             record = self._record(session_id)
-            attention.append({k: getattr(record, k) for k in ("id", "name", "state", "workspace_id", "stop_reason",
-                                                            "stop_detail", "failure", "attention")})
+            entry = {k: getattr(record, k) for k in ("id", "name", "state", "workspace_id", "stop_reason",
+                                                     "stop_detail", "failure", "attention")}
+            live = self.live.get(session_id)
+            if live is not None and live.sources is not None and live.sources.stuck:
+                entry["stuck"] = live.sources.stuck  # how long its runtime has been transitional
+            attention.append(entry)
         return {"status": {"version": __version__, "accepting": self.services.accepting,
                            "sessions": self.catalog.state_counts(), "live": len(self.live),
                            "attention": attention}}

@@ -6,6 +6,20 @@ Layer 0: stdlib only. Values are spelled exactly as the API and the seed spell t
 from enum import StrEnum
 
 
+class IllegalTransition(AssertionError):
+    """A state table refused an edge: a bug, never a user error. It names the table and both states."""
+
+    def __init__(self, machine, current, new, repair=False):
+        self.machine, self.current, self.new, self.repair = machine, current, new, repair
+        kind = "repair" if repair else "transition"
+        super().__init__(f"illegal {machine.name or 'session'} {kind} {current} -> {new}")
+
+    @property
+    def edge(self):
+        """The refused edge as scenarios name edges: `runtime:recovering->binding`."""
+        return self.machine.edge_name((self.current, self.new), self.repair)
+
+
 class Machine:
     """A state machine as data: its states, the edges the daemon may take while it runs, and the
     distinct edges only boot repair may take (after an unclean exit, never at run time)."""
@@ -19,8 +33,7 @@ class Machine:
         is a bug, never a user error."""
         current, new = self.states(current), self.states(new)
         if current != new and (current, new) not in (self.repairs if repair else self.edges):
-            kind = "repair" if repair else "transition"
-            raise AssertionError(f"illegal {self.name or 'session'} {kind} {current} -> {new}")
+            raise IllegalTransition(self, current, new, repair)
         return new
 
     def edge_name(self, edge, repair=False):
@@ -380,3 +393,4 @@ class Attention(StrEnum):
     STOP_VERIFICATION_FAILED = "stop_verification_failed"
     SUPERVISION_UNKNOWN = "supervision_source_unknown"
     SUPERVISION_STALE = "supervision_source_stale"
+    RUNTIME_STUCK = "runtime_stuck"  # a transitional runtime status past its bound (supervision.stuck says how long)

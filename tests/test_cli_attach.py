@@ -113,7 +113,8 @@ def test_attach_busy_modes_and_slash_commands(daemon, workspace):
     child.sendline("[hold g2] second")
     child.expect("holding g2")
     child.sendline("typed while busy")  # the configured busy mode: steer (by interrupting, for this agent)
-    child.expect(r"steered turn turn_\w+")
+    child.expect(r"interrupted the running turn: this agent cannot steer; your message runs next as turn turn_\w+")
+    assert "steered" not in child.before
     child.expect("echo: typed while busy")
     child.sendline("[hold g3] third")
     child.expect("holding g3")

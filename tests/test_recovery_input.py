@@ -88,3 +88,34 @@ def test_crash_then_interrupt_from_the_cli_answers_and_the_next_prompt_runs(serv
     assert "echo: replacement" in replaced
     assert "echo: next" in cli("session", "prompt", session_id, "next", timeout=30)
     assert '"status": "ready"' in cli("session", "get", session_id, "-o", "json")
+
+
+def test_a_cancel_between_the_loss_and_the_first_backoff_leaves_the_runtime_unbound(home, workspace):
+    """Found by the state machine: a cancel that lands after the runner saw its agent die but before
+    recovery's first backoff began left the lost process's `ready` stored with no process, and the next
+    bind was refused by the table (ready -> binding). In-process, the cancel is made to land exactly then."""
+    from compozy.config import from_document
+    from compozy.manager import SessionManager
+    from compozy.paths import Home
+    manager = SessionManager(Home(home), from_document({})).start()
+    try:
+        recovery = manager.engine.runner.recovery
+        forget = recovery._forget
+
+        def forget_then_cancel(session, runtime):
+            forget(session, runtime)
+            manager.cancel_turn(session.id, None, {})
+        recovery._forget = forget_then_cancel
+        session_id = manager.create_session({"workspace_path": str(workspace)})["session"]["id"]
+        lost = manager.prompt(session_id, None, {"message": "[crash 1] lost"})["prompt"]["turn_id"]
+        ended = wait_for(lambda: manager.events(session_id, None, {"turn_id": lost, "type": "done,error"})["events"],
+                         what="the lost turn's end")
+        assert [(e["type"], e["content"].get("stop_reason")) for e in ended] == [("done", "cancelled")]
+        assert manager.get_session(session_id)["session"]["runtime"]["status"] == "unbound"
+        recovery._forget = forget
+        after = manager.prompt(session_id, None, {"message": "after"})["prompt"]["turn_id"]
+        done = wait_for(lambda: manager.events(session_id, None, {"turn_id": after, "type": "done,error"})["events"],
+                        what="the next prompt's end")
+        assert done[0]["type"] == "done" and done[0]["content"]["stop_reason"] == "end_turn"
+    finally:
+        manager.shutdown()

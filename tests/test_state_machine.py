@@ -1,24 +1,30 @@
 """A Hypothesis RuleBasedStateMachine over the in-process surface (issue 9): random sequences of create,
 prompt, queue, steer, interrupt, cancel, stop, archive, unarchive, remove and daemon restart against a
-real SessionManager and the reference agent. After every step: every state change the daemon made was
-an edge of the state tables (compozy/states.py, recorded where each table checks its edges), every
-answer is one /api/openapi.json documents (the surface checks it), no answer is a 5xx, sequences are
-dense, no turn ended twice, no message ran twice, and a restart leaves no turn open.
+real SessionManager and the reference agent, interleaved with the runtime's own transitions (issue 20):
+agents that crash mid-turn (recovery's backoff and replay, or its exhaustion), agents killed from
+outside, and idle release (after 500 ms idle) with the rebind that follows. After every step: every
+state change the daemon made was an edge of the state tables (compozy/states.py, recorded where each
+table checks its edges), every answer is one /api/openapi.json documents (the surface checks it), no
+answer is a 5xx, sequences are dense, no turn ended twice, no message ran twice, a transitional
+runtime status always has a turn (or a stop) owning it and is never flagged stuck, and a restart
+leaves no turn open.
 
 COMPOZY_LONG=1 runs more and longer sequences.
 """
 
 import os
 import shutil
+import signal
 import tempfile
 import threading
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, invariant, rule
 
 from compozy import states
 from compozy.errors import ERRORS
@@ -26,7 +32,10 @@ from tests.harness.runner import kill_marked, read_events
 from tests.harness.surfaces import InProcess
 
 LONG = os.environ.get("COMPOZY_LONG") == "1"
-MESSAGES = ("[chunks 2] hi", "[hold g] held", "[chunks 1] [sleep 0.3] slow", "[tool t] [chunks 1] tool")
+MESSAGES = ("[chunks 2] hi", "[hold g] held", "[chunks 1] [sleep 0.3] slow", "[tool t] [chunks 1] tool",
+            "[chunks 1] [crash 1 once] recovers", "[crash 1] never recovers")
+CONFIG = '[session.supervision]\nidle_release_after = "500ms"\n\n[session.stop]\ncooperative_grace = "1s"\n'
+TRANSITIONAL = ("binding", "reconfiguring", "recovering")
 TERMINALS = ("done", "error")
 
 
@@ -65,6 +74,8 @@ class SessionMachine(RuleBasedStateMachine):
         self.root = Path(tempfile.mkdtemp(prefix="compozy-fsm-"))
         self.workspace = self.root / "workspace"
         self.workspace.mkdir()
+        (self.root / "home").mkdir()
+        (self.root / "home" / "config.toml").write_text(CONFIG)
         self.surface = InProcess(self.root / "home").start()
         self.known, self.numbers = set(), iter(range(10**6))
 
@@ -75,6 +86,10 @@ class SessionMachine(RuleBasedStateMachine):
         return outcome
 
     # -- rules -------------------------------------------------------------------------------------
+
+    @initialize(target=sessions)
+    def first_session(self):
+        return self.create()
 
     @rule(target=sessions)
     def create(self):
@@ -109,6 +124,42 @@ class SessionMachine(RuleBasedStateMachine):
     def remove(self, session):
         if not self.call("session.remove", session=session).error:
             self.known.discard(session)
+
+    @rule(session=sessions)
+    def kill_agent(self, session):
+        """The agent dies from outside: mid-turn, recovery replaces it; idle, the session records the loss."""
+        live = self.surface.manager.live.get(session)
+        runtime = live.runtime if live is not None else None
+        identity = runtime.process.identity if runtime is not None else None
+        if identity is not None:
+            try:
+                os.killpg(identity.pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    @rule(session=sessions, crash=st.sampled_from(["[chunks 1] [crash 1 once] recovers", "[crash 1] never recovers"]),
+          delay=st.sampled_from([0.0, 0.3, 1.2]), then=st.sampled_from([None, "queue", "steer", "interrupt", "cancel"]))
+    def crash_then_input(self, session, crash, delay, then):
+        """An agent that crashes mid-turn, and input racing its recovery: at once, in the first backoff, or
+        while the replacement binds and replays."""
+        self.prompt(session, crash, None)
+        time.sleep(delay)
+        if then == "cancel":
+            self.cancel(session)
+        else:
+            self.prompt(session, "[chunks 1] after the crash", then)
+
+    @rule(session=sessions, mode=st.sampled_from([None, "queue", "interrupt"]))
+    def prompt_after_release(self, session, mode):
+        """Idle long enough for the agent to be released (500 ms), then a prompt: it rebinds (or meets the
+        release still stopping the agent)."""
+        time.sleep(0.6)
+        self.prompt(session, "[chunks 1] after the release", mode)
+
+    @rule(seconds=st.sampled_from([0.2, 0.7, 1.5]))
+    def let_time_pass(self, seconds):
+        """Long enough for idle release (500 ms), recovery's first backoff (1 s) or its replay to happen."""
+        time.sleep(seconds)
 
     @rule()
     def open_gate(self):
@@ -154,6 +205,15 @@ class SessionMachine(RuleBasedStateMachine):
             assert all(count == 1 for count in ends.values()), f"{session_id}: a turn ended twice {ends}"
 
     @invariant()
+    def a_transitional_runtime_has_an_owner_and_is_never_stuck(self):
+        for session_id in self.known:
+            read = self.call("session.get", session=session_id).result
+            if read["runtime"]["status"] in TRANSITIONAL:
+                owned = read["activity"]["turn_in_flight"] or read["state"] in ("stopping", "starting")
+                assert owned, f"{session_id}: runtime {read['runtime']['status']} with no turn: {read['runtime']}"
+            assert read.get("attention") != "runtime_stuck", read["supervision"]
+
+    @invariant()
     def every_session_reads_in_a_known_state(self):
         for session_id in self.known:
             read = self.call("session.get", session=session_id).result
@@ -185,7 +245,7 @@ def edges(monkeypatch):
 
 @pytest.mark.slow
 def test_random_sequences_keep_the_invariants_and_take_only_table_edges(edges):
-    run = settings(max_examples=40 if LONG else 5, stateful_step_count=40 if LONG else 20, deadline=None,
+    run = settings(max_examples=40 if LONG else 8, stateful_step_count=40 if LONG else 25, deadline=None,
                    derandomize=not LONG, suppress_health_check=list(HealthCheck))(SessionMachine)
     run.TestCase().runTest()
     taken = {edge for edge in edges.taken if edge}

@@ -20,7 +20,7 @@ import pytest
 from compozy.cli.client import path_of
 from compozy.errors import CompozyError
 from tests.harness.daemon import DaemonProcess
-from tests.harness.runner import kill_marked
+from tests.harness.runner import agents_of, kill_marked
 
 SECRET = "sk-secret-value-12345"
 BUNDLE_SCHEMA = "compozy.session_crash_bundle.v2"
@@ -389,6 +389,38 @@ def test_stop_during_a_provider_replacement_refuses_the_late_bind(home, workspac
     ends = [(r["type"], r["content"].get("stop_reason")) for r in _records(home, session["id"])
             if r["type"] in ("user_message", "done", "error", "session_stopped")]
     assert ends == [("user_message", None), ("done", "end_turn"), ("session_stopped", "user_canceled")]
+
+
+def test_stop_during_a_slow_first_bind_stops_the_agent_being_bound_at_once(home, workspace, started):
+    """An agent held in `initialize` (its gate never opens; a 30 s handshake) has no turn to cancel: once the
+    cooperative grace (1 s) has let the bind try to finish, the ladder stops it, so the stop answers long
+    before the handshake could end, verified, the waiting prompt is refused `session_stop_in_progress`, and
+    no agent of the session is left (it used to answer after the grace and 5 s more, the agent alive)."""
+    reference = json.dumps([sys.executable, "-m", "compozy.agents.reference"])
+    daemon = started(f'[session.stop]\ncooperative_grace = "1s"\n\n[providers.held]\ncommand = {reference}\n'
+                     f'env = {{COMPOZY_REFERENCE_GATES = "initialize=never"}}\nhandshake_timeout = "30s"\n\n'
+                     f'[agents.general]\nprovider = "held"\n')
+    client = _client(daemon)
+    session = _create(client, workspace)
+    answers = []
+    first = threading.Thread(target=lambda: answers.append(_attempt(client, session, "one")))
+    first.start()
+    try:
+        _wait_for(lambda: agents_of(session["id"]) and _get(client, session["id"])["runtime"]["status"] == "binding",
+                  10, "the agent held in initialize")
+        started_at = time.monotonic()
+        _, outcome = client.call("POST", _scoped(session, "stop"), {"wait": True})
+        took = time.monotonic() - started_at
+    finally:
+        first.join(30)
+    assert outcome["state"] == "stopped" and outcome["verified"] is True, outcome
+    assert took < 4.0, f"the stop took {took:.1f}s"
+    assert answers == [("session_stop_in_progress", None)]
+    assert agents_of(session["id"]) == []
+    resource = _get(client, session["id"])
+    assert resource["runtime"]["status"] == "unbound" and resource["state"] == "stopped"
+    kinds = [r["type"] for r in _records(home, session["id"])]
+    assert "transcript_marker.created" not in kinds, kinds  # the stopped agent is no refused route
 
 
 def _attempt(client, session, message, provider=None):

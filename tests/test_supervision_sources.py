@@ -79,7 +79,7 @@ def test_a_running_tool_with_a_live_process_keeps_a_quiet_agent_alive(manager, w
     time.sleep(PAST_THE_STOP)
     read = _read(manager, session)
     assert read["state"] == "active" and read.get("attention") is None
-    assert read["supervision"]["sources"] == {"agent": "ok", "tools": "ok", "children": "ok"}
+    assert read["supervision"]["sources"] == {"agent": "ok", "tools": "ok", "children": "ok", "runtime": "ok"}
     assert [s["kind"] for s in read["supervision"]["work_signals"]] == ["running_tool"]
     assert "session.supervision_warning" not in _types(manager, session)
     _open_gate(workspace, "g1")

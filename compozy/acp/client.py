@@ -193,10 +193,12 @@ class AgentClient:
         self.listener.exited(self)
 
 
-def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias=None, login_name=None):
+def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias=None, login_name=None,
+           spawned=None):
     """Spawn the provider's command and run the initialize handshake; identity: the binding's secret
     environment (compozy.session.turns.identity), given to the agent as is; alias: a LaunchAlias whose
-    arguments follow the command; login_name: what `compozy agent login` takes for this provider."""
+    arguments follow the command; login_name: what `compozy agent login` takes for this provider;
+    spawned(client): called once the process runs, before the handshake."""
     marker = f"COMPOZY_AGENT_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
     # The marker and COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
@@ -214,6 +216,8 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias
     except OSError as exc:
         raise BindFailure(CompozyError("provider_unavailable", f"cannot start provider {provider.name!r}: {exc}"),
                           "startup_failure") from None
+    if spawned is not None:
+        spawned(client)
     try:
         result = _initialize(client)
     except BindFailure:

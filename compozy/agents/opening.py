@@ -59,6 +59,7 @@ class SessionMethods:
         capabilities = request.params.get("clientCapabilities")
         self.boolean_options = advertises(capabilities, "session", "configOptions", "boolean")
         self.terminal_auth = advertises(capabilities, "auth", "terminal")
+        self.gate("initialize")
         time.sleep(self.settings.start_delay)
         settings = self.settings
         sessions = {name: {} for name, on in (("fork", settings.fork), ("resume", settings.resume),
@@ -94,6 +95,7 @@ class SessionMethods:
 
     def new_session(self, request) -> dict:
         cwd = session_cwd(request.params)
+        self.gate("session/new", cwd)
         self.gate_opening()
         session = Session(f"ref_{uuid.uuid4().hex}", cwd, self.default_config(),
                           mcp_servers=request.params["mcpServers"])
@@ -104,6 +106,7 @@ class SessionMethods:
         return {"sessionId": session.session_id, **self.opened(session)}
 
     def load_session(self, request) -> dict:
+        self.gate("session/load", request.params.get("cwd"))
         session = self.restore(request.params, servers_required=True)
         for entry in session.history:
             kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"

@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from compozy.acp import protocol
 from compozy.agents import login
@@ -79,7 +80,19 @@ class ReferenceAgent(SessionMethods):
                 self.handle_response(message)
         return self.on_eof()
 
+    def gate(self, step: str, cwd: str | None = None) -> None:
+        """A step COMPOZY_REFERENCE_GATES holds waits here until its gate file exists (tests hold a window open)."""
+        name = (self.settings.gates or {}).get(step)
+        if not name:
+            return
+        folder = cwd if isinstance(cwd, str) and os.path.isabs(cwd) else os.getcwd()
+        gate = Path(folder, ".compozy-gates", name)
+        log(f"{step} waits for {gate}")
+        while not gate.exists():
+            time.sleep(0.02)
+
     def on_eof(self) -> int:
+        self.gate("exit")
         turns = [session.turn for session in list(self.sessions.values()) if session.turn]
         if any(turn.ignore_cancel for turn in turns):
             log("stdin closed, but a [hang] turn ignores that")

@@ -49,6 +49,21 @@ def _models_text(env) -> str:
     return env.get("COMPOZY_REFERENCE_MODELS", "")
 
 
+GATED_STEPS = ("initialize", "session/new", "session/load", "exit")
+
+
+def parse_gates(raw: str) -> dict:
+    """COMPOZY_REFERENCE_GATES: `STEP=NAME,...`; a gated step waits for `<cwd>/.compozy-gates/NAME`."""
+    gates = {}
+    for item in filter(None, (part.strip() for part in (raw or "").split(","))):
+        step, _, name = item.partition("=")
+        if step not in GATED_STEPS or not name or "/" in name or name.startswith("."):
+            log(f"ignoring COMPOZY_REFERENCE_GATES entry {item!r}")
+            continue
+        gates[step] = name
+    return gates
+
+
 @dataclass(frozen=True)
 class Settings:
     require_auth: bool
@@ -69,6 +84,7 @@ class Settings:
     commands: bool = False  # available_commands_update after a session is opened
     fail_open: bool = False  # session/new, load and resume fail with an error that carries data
     start_delay: float = 0.0  # seconds before initialize is answered
+    gates: dict = None  # step -> gate name (COMPOZY_REFERENCE_GATES): hold a handshake step, or the exit
 
     @classmethod
     def from_env(cls, env, launch_args=()) -> Settings:
@@ -87,7 +103,8 @@ class Settings:
                    resume=env_flag(env, "COMPOZY_REFERENCE_RESUME"), close=env_flag(env, "COMPOZY_REFERENCE_CLOSE"),
                    modes=env_flag(env, "COMPOZY_REFERENCE_MODES"), commands=env_flag(env, "COMPOZY_REFERENCE_COMMANDS"),
                    fail_open=env_flag(env, "COMPOZY_REFERENCE_FAIL_OPEN"),
-                   start_delay=parse_delay(env.get("COMPOZY_REFERENCE_START_DELAY", "")))
+                   start_delay=parse_delay(env.get("COMPOZY_REFERENCE_START_DELAY", "")),
+                   gates=parse_gates(env.get("COMPOZY_REFERENCE_GATES", "")))
 
     def choices(self) -> dict:
         return {"model": self.models, "reasoning_effort": ("low", "medium", "high"), "speed": ("normal", "fast")}

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 from compozy.acp import protocol
 from compozy.agents.directives import (
-    TITLE_PASS_PREFIX, DirectiveSteps, TurnCancelled, TurnFailed, log, parse_directives, split_context_replay,
+    TITLE_PASS_PREFIX, TurnCancelled, TurnFailed, log, parse_directives, split_context_replay,
     title_of,
 )
 from compozy.agents.reporting import ProtocolSteps
+from compozy.agents.steps import DirectiveSteps
 from compozy.agents.sessions import Session
 
 if TYPE_CHECKING:

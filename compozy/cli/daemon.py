@@ -338,7 +338,17 @@ def _status_text(document):
     counts = ", ".join(f"{n} {state}" for state, n in sorted(status["sessions"].items())) or "no sessions"
     lines = [f"compozy {status['version']}: {counts}; {status['live']} live in this daemon"]
     for session in status["attention"]:
-        failure = session.get("failure") or {}
+        failure, stuck = session.get("failure") or {}, session.get("stuck")
+        detail = _stuck_text(stuck) if stuck else failure.get("summary") or session.get("stop_detail") or ""
         lines.append(f"  {session['id']}  {session['state']}  {session.get('attention') or failure.get('kind')}: "
-                     f"{failure.get('summary') or session.get('stop_detail') or ''}")
+                     f"{detail}")
     return "\n".join(lines)
+
+
+def _stuck_text(stuck):
+    return f"runtime {stuck['status']} for {_seconds(stuck['seconds'])} (bound {_seconds(stuck['bound_seconds'])})"
+
+
+def _seconds(seconds):
+    minutes, seconds = divmod(int(seconds), 60)
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"

@@ -8,9 +8,12 @@ import click
 from compozy.cli.output import colour, readable
 
 def admission_line(admission):
-    line = f"{admission['disposition']} turn {admission['turn_id']}"
-    if admission.get("steer_delivery"):
-        line += f" ({admission['steer_delivery']})"
+    if admission.get("note"):  # a steer that had to interrupt says so: "interrupted the running turn: ..."
+        line = f"{admission['note']}; your message runs next as turn {admission['turn_id']}"
+    else:
+        line = f"{admission['disposition']} turn {admission['turn_id']}"
+        if admission.get("steer_delivery"):
+            line += f" ({admission['steer_delivery']})"
     if admission.get("entry_id"):
         line += f" entry {admission['entry_id']}"
     return line + (" (replayed)" if admission.get("replayed") else "")

@@ -76,8 +76,10 @@ RUNTIME = obj(["status", "transition", "generation", "selected", "selection_revi
 LINEAGE = obj(["kind", "parent_session_id", "root_session_id", "spawn_depth"],
               kind=enum(LineageKind), parent_session_id=nullable(STRING), root_session_id=nullable(STRING),
               spawn_depth=INTEGER, spawn_role=STRING, origin_agent_name=STRING, origin_message_id=STRING)
+STUCK = obj(["status", "since", "seconds", "bound_seconds"], status=enum(RuntimeStatus), since=TIMESTAMP,
+            seconds=NUMBER, bound_seconds=NUMBER, owned_by_turn=BOOLEAN)
 SUPERVISION = obj(["work_signals", "sources", "quiet_warning"], work_signals=array(obj(["kind"], kind=STRING)),
-                  sources=OBJECT, quiet_warning=nullable(OBJECT))
+                  sources=OBJECT, quiet_warning=nullable(OBJECT), stuck=nullable(STUCK))
 FAILURE = obj(["kind"], kind=STRING, summary=STRING, code=STRING, crash_bundle_path=nullable(STRING),
               agent_error=obj(["code", "message"], code=INTEGER, message=STRING), stderr_tail=array(STRING))
 ACTIVITY = obj(["last_activity_at"], last_activity_at=nullable(STRING), last_activity_kind=nullable(STRING),
@@ -108,7 +110,7 @@ QUEUE_ENTRY = obj(["id", "session_id", "status", "mode", "message", "message_id"
 PROMPT_ADMISSION = obj(["disposition", "turn_id", "message_id", "idempotency_key", "replayed"],
                        disposition=enum(Disposition), turn_id=STRING, message_id=STRING, idempotency_key=STRING,
                        entry_id=STRING, steer_delivery=enum(SteerDelivery), interrupted_turn_id=STRING,
-                       promoted_entry_id=STRING, replayed=BOOLEAN)
+                       promoted_entry_id=STRING, note=STRING, replayed=BOOLEAN)
 STOP_OUTCOME = obj(["state", "verified", "escalated", "stop_cause", "phase", "stopped_after"],
                    state=enum((SessionState.STOPPING, SessionState.STOPPED)), verified=BOOLEAN, escalated=BOOLEAN,
                    stop_cause=nullable(enum(StopCause)), phase=STRING, stopped_after=NUMBER, attention=STRING)
@@ -218,7 +220,8 @@ SCHEMAS = {
         sessions={"type": "object", "additionalProperties": INTEGER}, live=INTEGER,
         attention=array(obj(["id", "state", "workspace_id"], id=STRING, name=nullable(STRING),
                             state=enum(SessionState), workspace_id=STRING, stop_reason=nullable(STRING),
-                            stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING))))),
+                            stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING),
+                            stuck=nullable(STUCK))))),
     "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(

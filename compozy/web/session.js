@@ -7,13 +7,18 @@ import { RUNTIME_FIELDS, renderSide } from "./side.js";
 import { loadQueue } from "./queue.js";
 import { words } from "./words.js";
 
+// A runtime stuck in a transitional status says which one and for how long (supervision.stuck).
+const attentionText = (session, stuck) =>
+  stuck ? `stuck ${stuck.status} for ${duration(stuck.seconds)}` : words(session.attention);
+
 export function badges(session) {
   const busy = session.activity?.turn_in_flight;
+  const stuck = session.supervision?.stuck;
   return [
     el("span", { class: `badge state-${session.state}` }, session.state),
     busy && el("span", { class: "badge working" }, "working"),
     session.archived && el("span", { class: "badge" }, "archived"),
-    session.attention && el("span", { class: "badge bad" }, words(session.attention)),
+    (session.attention || stuck) && el("span", { class: "badge bad" }, attentionText(session, stuck)),
     session.failure && el("span", { class: "badge bad" }, "failed"),
   ];
 }
@@ -36,7 +41,9 @@ export class SessionView {
   async open(id) {
     this.close();
     const opening = (this.opening = {}); // a later open() wins over this one
-    for (const part of ["transcript", "session-badges", "session-actions", "working", "health", "runtime", "queue", "lineage"]) {
+    const parts = ["transcript", "session-badges", "session-actions", "working", "composer-note", "health", "runtime",
+      "queue", "lineage"];
+    for (const part of parts) {
       replace($(part));
     }
     replace($("session-name"), id);
@@ -191,6 +198,8 @@ export class SessionView {
     try {
       const result = await this.act("POST", "/prompt", mode ? { message, mode } : { message });
       if (result && box.value === message) box.value = ""; // keep what was typed meanwhile
+      // What a busy prompt did, in plain words (a steer this agent cannot take interrupts the turn instead).
+      replace($("composer-note"), result?.prompt?.note || "");
     } finally {
       this.sending -= 1;
       this.tick();

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.harness.transitions import watch_home
+
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = str(ROOT / "compozy.py")
 READY_TIMEOUT = 30.0
@@ -55,6 +57,7 @@ class DaemonProcess:
 
     def start(self):
         self.home.mkdir(parents=True, exist_ok=True)
+        watch_home(self.home)
         daemon_file = self.home / "daemon.json"
         if daemon_file.exists():
             daemon_file.unlink()  # left by a killed daemon; the new one writes its own

@@ -1,8 +1,29 @@
 """Fixtures shared by the test suite and the benchmarks: a temporary home, a workspace, a real daemon."""
 
+import logging
+
 import pytest
 
+from tests.harness import transitions
 from tests.harness.daemon import DaemonProcess
+
+
+@pytest.fixture(autouse=True)
+def no_illegal_transitions(request):
+    """Fails a test after which any daemon it ran (in a subprocess or in this process) logged an illegal
+    state transition, but the ones the test's `illegal_transitions` mark names."""
+    tmp_path = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    watch = transitions.RecordWatch()
+    root = logging.getLogger()
+    root.addHandler(watch)
+    try:
+        yield
+    finally:
+        root.removeHandler(watch)
+    marker = request.node.get_closest_marker("illegal_transitions")
+    allowed = set(marker.args) if marker else set()
+    found = transitions.unexpected(watch.found + transitions.daemon_log_findings(tmp_path), allowed)
+    assert not found, "a daemon logged an illegal state transition:\n" + "\n".join(found[:10])
 
 
 @pytest.fixture

@@ -243,8 +243,23 @@ def agent_process(home, session_id):
 
 def kill_marked(marker):
     """Kill and report every process whose environment carries this run's marker."""
-    needle = f"COMPOZY_TEST_MARK={marker}".encode()
-    leaked = []
+    leaked = living_with(f"COMPOZY_TEST_MARK={marker}")
+    for pid in leaked:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return leaked
+
+
+def agents_of(session_id):
+    """The live processes the daemon started for a session (its agents carry COMPOZY_SESSION_ID)."""
+    return living_with(f"COMPOZY_SESSION_ID={session_id}")
+
+
+def living_with(variable):
+    """Every live process (not a zombie) but this one whose environment holds `NAME=value`."""
+    needle, found = variable.encode(), []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
@@ -256,12 +271,8 @@ def kill_marked(marker):
         except OSError:
             continue
         if needle in environ and stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] != b"Z":
-            leaked.append(int(entry))
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    return leaked
+            found.append(int(entry))
+    return found
 
 
 def _error_exit(outcome):

@@ -49,7 +49,7 @@ SIBLING_PACKAGES = ("compozy.store", "compozy.registry", "compozy.acp", "compozy
 SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compozy.session.turns",
                  "compozy.session.derive")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
-                 "compozy.agents.turn", "compozy.agents.settings", "compozy.agents.tools")
+                 "compozy.agents.turn", "compozy.agents.steps", "compozy.agents.settings", "compozy.agents.tools")
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.text")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference"),

@@ -666,3 +666,31 @@ def test_grandchild_pid_is_recorded(spawn, workdir):
         assert os.getpgid(pid) == pid
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+def test_gates_hold_initialize_session_new_session_load_and_the_exit(spawn, tmp_path, workdir):
+    """COMPOZY_REFERENCE_GATES holds each named step until its gate file exists (tests hold windows open)."""
+    gates = tmp_path / ".compozy-gates"  # initialize and exit: the process's cwd (tmp_path here)
+    (workdir / ".compozy-gates").mkdir()
+    agent = spawn(COMPOZY_REFERENCE_GATES="initialize=i,session/new=n,session/load=l,exit=x,bogus=y")
+    asked = agent.request("initialize", {"protocolVersion": 1})
+    with pytest.raises(AssertionError, match="said nothing"):
+        agent.next_line(timeout=0.5)
+    gates.mkdir()
+    (gates / "i").touch()
+    assert agent.response_to(asked)[0].result["protocolVersion"] == 1
+    asked = agent.request("session/new", {"cwd": str(workdir), "mcpServers": []})
+    with pytest.raises(AssertionError, match="said nothing"):
+        agent.next_line(timeout=0.5)
+    (workdir / ".compozy-gates" / "n").touch()
+    session_id = agent.response_to(asked)[0].result["sessionId"]
+    asked = agent.request("session/load", {"sessionId": session_id, "cwd": str(workdir), "mcpServers": []})
+    with pytest.raises(AssertionError, match="said nothing"):
+        agent.next_line(timeout=0.5)
+    (workdir / ".compozy-gates" / "l").touch()
+    assert agent.response_to(asked)[0].error is None
+    agent.process.stdin.close()
+    with pytest.raises(subprocess.TimeoutExpired):
+        agent.wait_exit(timeout=0.5)  # held at its exit
+    (gates / "x").touch()
+    assert agent.wait_exit() == 0

@@ -64,10 +64,11 @@ class Recovery:
 
     @staticmethod
     def _abandon(session):
-        """Cancelled or stopped during recovery: no process serves the session and none is being bound, so the
-        runtime is unbound (the next prompt binds afresh, loading the agent's session); None for the runner."""
+        """Cancelled or stopped during recovery (even before its first backoff began, the lost process's
+        `ready` still stored): no process serves the session and none is being bound, so the runtime is
+        unbound (the next prompt binds afresh, loading the agent's session); None for the runner."""
         with session.lock:
-            if session.runtime is None and session.record.runtime.status == RuntimeStatus.RECOVERING:
+            if session.runtime is None and session.record.runtime.status != RuntimeStatus.UNBOUND:
                 session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", recovery=None, process=None)
         return None
 
@@ -145,12 +146,12 @@ def lost_outside_turn(services, session, runtime):
         if session.runtime is not runtime or session.turn is not None or session.stop_operation is not None \
                 or runtime.released:
             return
-        session.runtime = None
+        session.runtime = None  # with its status: a prompt binding from now on finds both unbound
+        session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)
     error = exit_summary(runtime)
     failure = exit_failure(services.home, session, runtime, error)
     session.append_event("runtime_warning", {"text": f"agent process exited outside a turn: {error}",
                                              "failure": failure})
-    session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)
     session.save(failure=failure)
     log.warning("session %s: agent exited outside a turn (%s)", session.id, error)
     threading.Thread(target=runtime.process.kill_tree, args=(0.5, 5.0), daemon=True).start()

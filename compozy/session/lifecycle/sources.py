@@ -10,13 +10,15 @@ automatic inactivity stop from firing until it can be inspected again. A stoppin
 import logging
 from dataclasses import dataclass, field
 
+from compozy.session.lifecycle.stuck import stuck as runtime_stuck
 from compozy.session.records.waiting import live_children
 from compozy.states import Attention, SessionState
 
 log = logging.getLogger("compozy.supervision")
 
-OK, STALE, UNKNOWN = "ok", "stale", "unknown"
-SUPERVISION_ATTENTION = {UNKNOWN: Attention.SUPERVISION_UNKNOWN.value, STALE: Attention.SUPERVISION_STALE.value}
+OK, STALE, UNKNOWN, STUCK = "ok", "stale", "unknown", "stuck"
+SUPERVISION_ATTENTION = {UNKNOWN: Attention.SUPERVISION_UNKNOWN.value, STALE: Attention.SUPERVISION_STALE.value,
+                         STUCK: Attention.RUNTIME_STUCK.value}
 RESCAN_SECONDS = 1.0  # the process table is read at most this often per session
 
 
@@ -25,12 +27,14 @@ class Sources:
     agent: str = OK
     tools: str = OK
     children: str = OK
+    runtime: str = OK  # STUCK: a transitional runtime status past its bound or owned by no turn (lifecycle.stuck)
     verified_tools: tuple = ()
     scanned_at: float | None = None
     descendants: bool = field(default=False, repr=False)
+    stuck: dict | None = None
 
     def view(self):
-        return {"agent": self.agent, "tools": self.tools, "children": self.children}
+        return {"agent": self.agent, "tools": self.tools, "children": self.children, "runtime": self.runtime}
 
     @property
     def worst(self):
@@ -56,6 +60,8 @@ def inspect(session, now, quiet_after, processes):
     elif len(sources.verified_tools) < len(tools):
         sources.tools = STALE
     sources.children = STALE if any(c.state == SessionState.STOPPING for c in live_children(session)) else OK
+    sources.stuck = runtime_stuck(session, now)
+    sources.runtime = STUCK if sources.stuck else OK
     session.sources = sources
     return sources
 
@@ -77,4 +83,4 @@ def attention_for(record, sources):
     """The supervision attention the sources call for, leaving any other attention (a failed stop) alone."""
     if record.attention and record.attention not in SUPERVISION_ATTENTION.values():
         return record.attention
-    return SUPERVISION_ATTENTION.get(sources.worst)
+    return SUPERVISION_ATTENTION.get(STUCK if sources.stuck else sources.worst)

@@ -84,16 +84,18 @@ class Stopper:
             turn.bound.wait(max(0.0, deadline - self.clock.monotonic()))  # let in-flight prompt setup finish first
         with session.lock:
             operation.binds_refused = True
-            runtime = session.runtime
+            runtime, candidate = session.runtime, session.candidate
         if session.turn is not None:
             self.engine.cancel(session, "stopped")
+        binding = self._stop_candidate(candidate)
         if runtime is not None and runtime.process.spawn is not None:
             report = self._stop_process(session, runtime, deadline)
         else:
             report = self._stop_recorded(session)
         self._settle_worker(session)
-        if report is not None and not report.verified:
-            return self._unverified(session, operation, _survivors(report), escalated=report.escalated)
+        for proof in (binding, report):
+            if proof is not None and not proof.verified:
+                return self._unverified(session, operation, _survivors(proof), escalated=proof.escalated)
         return self._stopped(session, operation, escalated=bool(report and report.escalated),
                              phase=_phase(report))
 
@@ -106,6 +108,16 @@ class Stopper:
         exited = runtime.process.wait_exit(max(0.0, deadline - self.clock.monotonic()))
         # Even after a cooperative exit, stragglers of its group or descendants must be proven gone.
         return runtime.process.kill_tree(0.5 if exited else TERM_GRACE, KILL_GRACE)
+
+    @staticmethod
+    def _stop_candidate(candidate):
+        """A process still being bound (a slow handshake, or loading its session) has no turn to cancel: it is stopped
+        at once, so its bind fails now and no agent of the session outlives a verified stop."""
+        if candidate is None or candidate.process.spawn is None:
+            return None
+        candidate.released = True
+        candidate.process.close_stdin()
+        return candidate.process.kill_tree(0.5, KILL_GRACE)
 
     def _stop_recorded(self, session):
         """A process recorded by an earlier attempt or daemon: prove it gone by identity."""

@@ -27,7 +27,7 @@ USER_MESSAGE = "user_message"  # the user's own words, stored as given
 PROCESSLESS = (RuntimeStatus.UNBOUND.value, RuntimeStatus.RECOVERING.value)  # no process serves the session
 COMMANDS_UPDATE = "available_commands_update"  # the system event that announces the agent's commands
 NOT_AN_ANSWER = ("system", "usage")  # what an agent says of itself, not of the prompt: no end to its wait
-UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok"}  # before the first sweep: nothing known wrong
+UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok", "runtime": "ok"}  # before the first sweep
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
 OUTPUT_SETTLE_TIMEOUT = 2.0  # a native tool call waits at most this long for the agent's earlier output
@@ -75,6 +75,7 @@ class LiveSession:
                          "last_activity_kind": None}
         self.idle_since = None
         self.releasing = False  # an idle release is stopping the agent
+        self.runtime_since = services.clock.monotonic()  # when the runtime status last changed (lifecycle.stuck)
         self.sources = None  # what the supervision sweep last verified (the sources module of lifecycle)
         self.starting = None  # the agent being started for this session: {agent, provider, since, started}
         self.last_agent = None  # the last agent that served or was refused: its stderr is evidence
@@ -126,7 +127,11 @@ class LiveSession:
 
     def update_runtime(self, **fields):
         with self.lock:
-            return self.save(runtime=self.runtime_with(**fields))
+            status = self.record.runtime.status
+            record = self.save(runtime=self.runtime_with(**fields))
+            if record.runtime.status != status:
+                self.runtime_since = self.services.clock.monotonic()
+            return record
 
     def append(self, items):
         """Commit events, then publish them; returns the stored records. The values of the secrets the
@@ -251,7 +256,8 @@ def supervision_view(session):
     signals += [{"kind": "active_child", "session_id": c.id} for c in active_children(session)]
     signals += outside_work(session)
     return {"work_signals": signals, "sources": sources.view() if sources else dict(UNINSPECTED),
-            "quiet_warning": turn.quiet_warning if turn is not None else None}
+            "quiet_warning": turn.quiet_warning if turn is not None else None,
+            "stuck": sources.stuck if sources else None}
 
 
 class RuntimeEvents:

@@ -89,7 +89,8 @@ class Admission:
         if record.archived:
             raise CompozyError("session_archived", "unarchive the session before prompting it")
         refuse_expired(record, self.services.clock.wall())
-        if session.stop_operation is not None or record.state == SessionState.STOPPING:
+        if session.stop_operation is not None or record.state == SessionState.STOPPING or \
+                (record.state == SessionState.STOPPED and session.turn is not None):  # its last turn still ending
             raise CompozyError("session_stop_in_progress", "the session is stopping")
         if record.state == SessionState.STOPPED and mode is not None:
             raise CompozyError("session_not_active", "a stopped session restarts only on a normal prompt "
@@ -123,13 +124,12 @@ class Admission:
         return result
 
     def _steer(self, session, current, turn, print_):
-        runtime = session.runtime
-        steerable = (runtime is not None and runtime.alive and runtime.supports_steering
-                     and current.cancel_reason is None and current.phase in (TurnPhase.BINDING, TurnPhase.PROMPTING))
-        if not steerable:
+        why_not = _cannot_steer(session.runtime, current)
+        if why_not:
             result = self.queue.enqueue(session, turn, print_, BusyMode.STEER, priority=0,
                                         disposition=Disposition.STEERED, interrupted=current.id,
-                                        delivery=SteerDelivery.INTERRUPT_FALLBACK)
+                                        delivery=SteerDelivery.INTERRUPT_FALLBACK,
+                                        note=f"interrupted the running turn: {why_not}")
             self.runner.cancel(session, "steered")
             return result
         # Durable first: the steer waits as a head-of-queue entry until the runner injects it;
@@ -164,6 +164,17 @@ class Admission:
                         clock=self.services.clock)
             result = self._steer(session, current, turn, print_)
         return {"prompt": {**result, "promoted_entry_id": entry_id}}
+
+
+def _cannot_steer(runtime, current):
+    """Why the running turn cannot take a steer (so it is interrupted instead), in plain words; None when it can."""
+    if current.cancel_reason is not None or current.phase not in (TurnPhase.BINDING, TurnPhase.PROMPTING):
+        return "it was already ending, so it could not be steered"
+    if runtime is None or not runtime.alive:
+        return "no agent was running to steer it"
+    if not runtime.supports_steering:
+        return "this agent cannot steer"
+    return None
 
 
 def _check_fence(current, expected):

@@ -70,16 +70,17 @@ class Binder:
         """Configure the live process in place; False when it does not take the needed options."""
         if not needs_configuration(runtime, target):
             return True  # the warm path: nothing to change, nothing to write
-        session.update_runtime(status=RuntimeStatus.RECONFIGURING, transition=RuntimeTransition.LIVE_CONFIGURATION)
+        _enter(session, RuntimeStatus.RECONFIGURING, RuntimeTransition.LIVE_CONFIGURATION)
         try:
             configure(runtime, target)
         except BindFailure as refusal:
-            session.update_runtime(status=RuntimeStatus.READY, transition="")
+            _unless_stopping(session, status=RuntimeStatus.READY, transition="")
             log.info("session %s: the live process does not take the runtime (%s); replacing it",
                      session.id, refusal.error.message)
             return False
-        session.update_runtime(status=RuntimeStatus.READY, transition="", effective=runtime.effective,
-                               last_known=_identity(runtime.effective))
+        if not _unless_stopping(session, status=RuntimeStatus.READY, transition="", effective=runtime.effective,
+                                last_known=_identity(runtime.effective)):
+            raise _stop_refusal()
         return True
 
     def _start(self, session, routes, transition, allow_load, previous=None, replay_reason="provider_change"):
@@ -98,19 +99,20 @@ class Binder:
         recovering = transition == RuntimeTransition.AUTOMATIC_RECOVERY
         status = RuntimeStatus.RECOVERING if recovering else \
             RuntimeStatus.RECONFIGURING if previous else RuntimeStatus.BINDING
-        session.update_runtime(status=status, transition=transition)
+        _enter(session, status, transition)
         failure = None
         for index, (number, target) in enumerate(routes):
             try:
                 runtime, loaded = self._launch(session, target, allow_load)
             except BindFailure as exc:
+                if _stop_began(session):  # the stop stopped it: no refused route, and no further one
+                    raise _stop_refusal() from None
                 failure = exc
                 self._route_refused(session, number, target, exc, more=index + 1 < len(routes))
                 continue
             if not self._accept(session, runtime, number, transition):
                 self._discard(runtime)  # the stop ladder owns the runtime status from here
-                raise BindFailure(CompozyError("session_stop_in_progress", "the session stopped while its "
-                                               "runtime was binding"), "startup_failure")
+                raise _stop_refusal()
             if previous is not None:
                 previous.released = True  # its exit is expected, not a crash
                 self.stop_process(previous)
@@ -120,9 +122,9 @@ class Binder:
             return "fresh_agent_session" if allow_load else replay_reason
         session.starting = None  # before the status: a reader of it sees the start over
         if previous is not None:
-            session.update_runtime(status=RuntimeStatus.READY, transition="")  # the old agent still serves
+            _unless_stopping(session, status=RuntimeStatus.READY, transition="")  # the old agent still serves
         elif not recovering:
-            session.update_runtime(status=RuntimeStatus.UNBOUND, transition="")
+            _unless_stopping(session, status=RuntimeStatus.UNBOUND, transition="")
         raise failure
 
     def _launch(self, session, target, allow_load):
@@ -139,11 +141,12 @@ class Binder:
         try:
             runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
                              identity={SECRET_ENV: secret}, alias=resolve(provider, target),
-                             login_name=_login_name(session, provider))
+                             login_name=_login_name(session, provider),
+                             spawned=lambda client: setattr(session, "candidate", client))  # a stop sees it
         except BindFailure:
+            session.candidate = None
             identities.forget(secret)
             raise
-        session.candidate = runtime
         identities.attach(secret, runtime)
         try:
             last_provider = (stored.last_known or {}).get("provider")
@@ -167,8 +170,7 @@ class Binder:
     def _accept(self, session, runtime, number, transition):
         """False when a stop already took the session's runtime: nothing may bind after it."""
         with session.lock:
-            operation = session.stop_operation
-            if session.state == SessionState.STOPPED or (operation is not None and operation.binds_refused):
+            if _stop_began(session):
                 session.candidate = None
                 return False
             session.runtime, session.candidate, session.starting = runtime, None, None
@@ -199,8 +201,9 @@ class Binder:
         runtime = session.runtime
         if runtime is None:
             return None
-        session.update_runtime(status=RuntimeStatus.RECONFIGURING if transition else RuntimeStatus.UNBOUND,
-                               transition=transition)
+        _unless_stopping(session, status=RuntimeStatus.RECONFIGURING if transition else RuntimeStatus.UNBOUND,
+                         transition=transition)
+        runtime.released = True  # its exit is expected, not a crash outside a turn
         report = self._discard(runtime)
         with session.lock:
             if session.runtime is runtime:
@@ -208,7 +211,7 @@ class Binder:
             fields = {"status": RuntimeStatus.UNBOUND, "transition": ""}
             if report.verified:
                 fields["process"] = None
-            session.update_runtime(**fields)
+            _unless_stopping(session, **fields)
         return report
 
     def stop_process(self, runtime):
@@ -222,6 +225,32 @@ class Binder:
         if runtime.process.wait_exit(RETIRE_GRACE):
             return runtime.process.kill_tree(0.5, RETIRE_KILL_GRACE)  # only stragglers of its group remain
         return runtime.process.kill_tree(RETIRE_GRACE, RETIRE_KILL_GRACE)
+
+
+def _stop_began(session):
+    """A stop took the session's runtime (or ended): from here the stop ladder owns the runtime status."""
+    operation = session.stop_operation
+    return session.state == SessionState.STOPPED or (operation is not None and operation.binds_refused)
+
+
+def _stop_refusal():
+    return BindFailure(CompozyError("session_stop_in_progress", "the session stopped while its runtime was binding"),
+                       "startup_failure")
+
+
+def _enter(session, status, transition):
+    """A bind's transitional status, unless a stop already owns the runtime (then the bind is refused)."""
+    if not _unless_stopping(session, status=status, transition=transition):
+        raise _stop_refusal()
+
+
+def _unless_stopping(session, **fields):
+    """Change the stored runtime unless a stop owns it; True when changed."""
+    with session.lock:
+        if _stop_began(session):
+            return False
+        session.update_runtime(**fields)
+        return True
 
 
 def _native(record):

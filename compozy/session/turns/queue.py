@@ -103,7 +103,8 @@ class InputQueue:
                                    message_id=turn.message_id, idempotency_key=turn.idempotency_key,
                                    fingerprint=print_, state=AdmissionState.BINDING.value, result=None)
 
-    def enqueue(self, session, turn, print_, mode, priority, disposition, interrupted=None, delivery=None, into=None):
+    def enqueue(self, session, turn, print_, mode, priority, disposition, interrupted=None, delivery=None, into=None,
+                note=None):
         """The admission and its queue entry in one transaction; a full queue refuses and changes nothing."""
         cap = self.services.config["session.busy_input.queue_cap"]
         with self.catalog.transaction():
@@ -117,6 +118,8 @@ class InputQueue:
                 result["steer_delivery"] = delivery.value
             if interrupted:
                 result["interrupted_turn_id"] = interrupted
+            if note:
+                result["note"] = note  # what happened, in plain words (a steer that had to interrupt)
             if into:
                 result["turn_id"] = into  # injected into the running turn
             admission_id = new_id("idem")
@@ -127,7 +130,8 @@ class InputQueue:
                                    status=QueueStatus.QUEUED.value, mode=mode, message=turn.message,
                                    message_id=turn.message_id, idempotency_key=turn.idempotency_key,
                                    runtime=self._resolved(session, turn), turn_id=turn.id, admission_id=admission_id)
-        session.marker(MARKER_OF[disposition], f"{disposition.value}: {turn.message[:200]}", into or interrupted,
+        summary = f"{note or disposition.value}: {turn.message[:200]}"
+        session.marker(MARKER_OF[disposition], summary, into or interrupted,
                        entry_id=entry_id, message_id=turn.message_id,
                        **({"steer_delivery": delivery.value} if delivery else {}))
         return result

@@ -15,6 +15,7 @@ from compozy.acp.evidence import agent_error, reason_of
 from compozy.errors import CompozyError
 from compozy.redact import redact
 from compozy.session.lifecycle.crash import refusal_failure
+from compozy.session.lifecycle import safety
 from compozy.session.lifecycle.recovery import Resume
 from compozy.session.records.replay import replay_prompt
 from compozy.session.turns.usage import cost_before, turn_usage
@@ -57,8 +58,7 @@ class Runner:
         with session.lock:  # against a turn whose agent just died turning to recovery
             turn.request_cancel(reason, self.services.config["session.stop.cooperative_grace"])
             runtime = session.runtime
-            if turn.prompting and runtime is not None and runtime.alive:
-                turn.change_phase(TurnPhase.CANCELLING)
+            if runtime is not None and runtime.alive and turn.begin_cancelling():
                 runtime.cancel()
         self.requests.cancel_all(session, turn.id)
         return turn
@@ -83,9 +83,8 @@ class Runner:
         while turn is not None:
             try:
                 self._run(session, turn)
-            except Exception:  # noqa: BLE001 (a bug must still end the turn)
-                log.exception("session %s: turn %s failed unexpectedly", session.id, turn.id)
-                self._crash_safe_end(session, turn)
+            except Exception as error:  # noqa: BLE001 (a bug must still end the turn, and never wedge the session)
+                self._crash_safe_end(session, turn, error)
             finally:
                 turn.change_phase(TurnPhase.DONE)
                 turn.bound.set()
@@ -106,12 +105,22 @@ class Runner:
             if session.turn is not None:
                 session.idle_since = None
 
-    def _crash_safe_end(self, session, turn):
-        if turn.bind_error is None and not turn.bound.is_set():
-            turn.bind_error = CompozyError("internal_error", "the turn failed before it started")
-            self._refused(session, turn, turn.bind_error)
-        elif turn.bound.is_set() and turn.bind_error is None:
-            self._finish(session, turn, "error", {"error": "internal error; see the daemon log"})
+    def _crash_safe_end(self, session, turn, error):
+        """A bug broke the turn: logged once and stored, the runtime stopped and unbound for a rebind, and
+        the turn ends with an error (or, before its user_message, is refused) so the next prompt works."""
+        failure = safety.report(session, error, f"running turn {turn.id}")
+        safety.unbind(session, self.binder, failure)
+        if turn.bind_error is not None or turn.finished:
+            return
+        if turn.opened:
+            self._finish(session, turn, "error", {"error": failure["summary"], "code": "internal_error",
+                                                  "failure": failure})
+            return
+        session.append_event("runtime_warning", {"text": f"a turn could not start: {failure['summary']}",
+                                                 "failure": failure}, turn.id)
+        turn.bind_error = CompozyError("internal_error", f"the turn failed before it started: {failure['summary']}",
+                                       **({"transition": failure["transition"]} if "transition" in failure else {}))
+        self._refused(session, turn, turn.bind_error)
 
     def _run(self, session, turn):
         try:
@@ -126,6 +135,7 @@ class Runner:
         session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id,
                                               "prompt_runtime": turn.snapshot, "effective_runtime": runtime.effective},
                              turn.id)
+        turn.opened = True
         self._started(session, turn)
         turn.bound.set()
         if turn.cancel_reason or session.stop_operation:

@@ -22,6 +22,7 @@ class Turn:
         self.entry_id, self.admission_id, self.expected_turn_id = entry_id, admission_id, expected_turn_id
         self.result = None  # a started prompt's admission answer, recorded once the turn started
         self.phase = TurnPhase.BINDING
+        self._phase_lock = threading.Lock()  # a cancel reads and moves the phase while the runner ends the turn
         self.bound = threading.Event()
         self.bind_error = None
         self.wake = threading.Event()
@@ -35,6 +36,7 @@ class Turn:
         self.pending_permissions = 0
         self.tool_calls = 0  # native tool calls of this session the daemon is serving
         self.open_tools = {}  # tool_call_id -> when it was last heard of (monotonic)
+        self.opened = False  # its user_message is stored: it ends with exactly one done or error
         self.finished = False
         self.started_at = self.last_progress = self.last_progress_event = clock.monotonic()
         self.began_at = iso_from_epoch(clock.wall())  # started_at as reads write it (activity.waiting.since)
@@ -51,7 +53,17 @@ class Turn:
 
     def change_phase(self, new):
         """The one way a turn's phase changes: an edge of the turn table."""
-        self.phase = TURN.check(self.phase, new)
+        with self._phase_lock:
+            self.phase = TURN.check(self.phase, new)
+
+    def begin_cancelling(self):
+        """prompting -> cancelling, unless the turn already left prompting (it ended, or is recovering): the
+        check and the change are one step, so a turn the runner is ending is never moved. True when moved."""
+        with self._phase_lock:
+            if self.phase != TurnPhase.PROMPTING:
+                return False
+            self.phase = TURN.check(self.phase, TurnPhase.CANCELLING)
+            return True
 
     @property
     def accepts_output(self):
