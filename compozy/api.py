@@ -144,6 +144,13 @@ OPERATIONS = (
               "authentication, opening and closing an ACP session), timed, with the first error's evidence; the "
               "agent is stopped after", (Success(200, "AgentDoctorAnswer"),), ("agent_not_found",),
               cli=Cli("agent doctor", ("agent_name",))),
+    Operation("GET", "/api/settings", "settings.list", "list_settings",
+              "The settings the page and `compozy config set` change: each one's value, default, kind and help",
+              (Success(200, "SettingList"),), cli=Cli("config settings")),
+    Operation("PUT", "/api/settings/<setting>", "settings.set", "set_setting",
+              "Change one of those settings in config.toml (every other line kept) and reload it",
+              (Success(200, "SettingAnswer"),), ("invalid_request", "setting_not_editable", "config_not_editable"),
+              body=v.SETTING_FIELDS, cli=Cli("config set", ("setting", "value"))),
     Operation("POST", "/api/workspaces", "workspace.create", "create_workspace",
               "Register a workspace by name and absolute path", (Success(201, "WorkspaceAnswer"),),
               ("invalid_request", "workspace_conflict"), body=v.WORKSPACE_FIELDS,

@@ -34,6 +34,7 @@ from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.reading import SessionReads
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
+from compozy.session.records.settings import SettingsViews
 from compozy.session.records.store import SessionStore
 from compozy.session.records.workspaces import Workspaces
 from compozy.session.turns.binding import Binder
@@ -54,7 +55,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, ToolCalls):
+class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""

@@ -213,6 +213,12 @@ SCHEMAS = {
         error=nullable(obj(["step", "code", "failure_kind", "message"], step=STRING, code=STRING,
                            failure_kind=STRING, message=STRING, agent_error=OBJECT, stderr_tail=array(STRING),
                            auth_methods=array(OBJECT), tried=nullable(STRING), next_command=STRING)))),
+    "SettingList": obj(["settings", "path"], path=STRING, settings=array(ref("Setting"))),
+    "SettingAnswer": wrapped("setting", "Setting"),
+    "Setting": obj(["name", "title", "description", "value", "default", "set", "kind", "help"], name=STRING,
+                   title=STRING, description=STRING,
+                   value=STRING, default=STRING, set=BOOLEAN, kind=enum(("duration", "choice")), help=STRING,
+                   choices=array(STRING)),
     "DaemonStatusAnswer": obj(["status"], status=obj(
         ["version", "accepting", "sessions", "live", "attention"], version=STRING, accepting=BOOLEAN,
         sessions={"type": "object", "additionalProperties": INTEGER}, live=INTEGER,
