@@ -8,6 +8,7 @@ tests are skipped with the reason.
 import http.client
 import json
 import re
+import sys
 from urllib.parse import urlsplit
 
 import pytest
