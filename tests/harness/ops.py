@@ -45,6 +45,8 @@ def argv(op_name, fields):
         return command + ["--retention"]  # one command reports and runs the policy: the flag says which
     if op_name == "search.reindex":
         return command + ["--reindex"]  # one command finds and reindexes: the flag says which
+    if op_name.startswith("session.remove"):
+        return command + ["--yes"]  # a script removes without a terminal to confirm on
     return command + (["--detach"] if op_name == "session.prompt" else [])
 
 
