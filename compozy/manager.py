@@ -9,8 +9,7 @@ import logging
 import threading
 from functools import partial
 
-from compozy import __version__, serialize
-from compozy import validate as v
+from compozy import __version__, serialize, validate as v
 from compozy.clock import SYSTEM
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
@@ -132,7 +131,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
             attention.append(entry)
         return {"status": {"version": __version__, "accepting": self.services.accepting,
                            "sessions": self.catalog.state_counts(), "live": len(self.live),
-                           "attention": attention, "daemon_attention": [self.keeper.attention] * bool(self.keeper.attention)}}
+                           "attention": attention, "daemon_attention": self.keeper.attention_items()}}
 
     # -- workspaces ---------------------------------------------------------------------
 

@@ -5,12 +5,14 @@ import { $, el, replace, api, follow, refreshTimes, withProfile, profile } from 
 import { SessionView } from "./session.js";
 import { SessionList } from "./list.js";
 import { SettingsView } from "./settings.js";
+import { Search } from "./search.js";
 
 const workspaces = new Map();
 const views = { list: $("list-view"), session: $("session-view"), settings: $("settings-view") };
 const session = new SessionView({ alert: showAlert, navigate, workspaceName: (id) => workspaces.get(id)?.name || id });
 const list = new SessionList({ alert: showAlert, navigate, workspaces, loadWorkspaces });
 const settings = new SettingsView({ alert: showAlert });
+new Search({ alert: showAlert, navigate });
 let refreshTimer = null;
 
 function showAlert(error) {

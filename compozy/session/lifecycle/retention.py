@@ -125,6 +125,10 @@ class Keeper:
         return {**document, "sessions": sessions[:limit], "session_count": len(sessions),
                 "max_bytes": self.services.config["storage.max_bytes"], "attention": self.attention}
 
+    def attention_items(self):
+        """The daemon's own attention items (not a session's): the disk budget's, when raised."""
+        return [self.attention] if self.attention else []
+
     def check_budget(self, total):
         attention = budget_attention(total, self.services.config["storage.max_bytes"])
         previous, self.attention = self.attention, attention
