@@ -107,6 +107,8 @@ def test_a_disk_budget_at_90_percent_raises_attention_and_deletes_nothing(home, 
         status = wait_for(lambda: api.call("GET", "/api/status")[1]["status"]["daemon_attention"],
                           what="the budget in the daemon's status")
         assert status[0]["kind"] == "storage_budget"
+        shown = run_cli(home, "--url", daemon.socket_url, "status")
+        assert shown.returncode == 0 and "storage_budget: the home uses" in shown.stdout
         assert len(events(api, session, limit=1000)) > 50  # nothing deleted
     finally:
         daemon.stop()
