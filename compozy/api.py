@@ -333,6 +333,12 @@ OPERATIONS = (
               "logs, remove old crash bundles; dry_run lists what it would do and changes nothing",
               (Success(200, "RetentionAnswer"),), ("invalid_request",), body=v.RETENTION_FIELDS,
               cli=Cli("storage", flags=_flags("dry_run"))),
+    Operation("GET", "/api/export", "export.archive", "export_archive",
+              "Many sessions as one zip archive, one file each in the format asked, and sessions.json: a whole "
+              "workspace, or a lineage (a session with its children, continues and forks, however deep)",
+              (Success(200, None, summary="the archive (Content-Disposition names it)", media=("application/zip",)),),
+              ("invalid_request", "workspace_not_found", "session_not_found"), query=v.ARCHIVE_EXPORT_QUERY,
+              cli=Cli("export", flags=_flags("workspace", "lineage", "format"))),
     Operation("GET", S + "/export", "session.export", "export_session",
               "The session as one file, secrets redacted: Markdown for people, a self-contained HTML page, or "
               "JSONL of every stored event (archived ones marked)",

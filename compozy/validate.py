@@ -304,6 +304,7 @@ HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit
                  "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
 EXPORT_QUERY = {"format": text(choices=("md", "html", "jsonl"))}
+ARCHIVE_EXPORT_QUERY = {"workspace": LIST_QUERY["workspace"], "lineage": identifier("sess"), **EXPORT_QUERY}
 STORAGE_QUERY = {"limit": integer(minimum=1, maximum=10000)}
 RETENTION_FIELDS = {"dry_run": boolean()}
 SEARCH_KINDS = ("user", "agent", "thought", "tool", "permission")

@@ -5,8 +5,10 @@ prompts, the answers, tool calls and permission answers; the JSONL holds every s
 archived ones marked.
 """
 
+import io
 import json
 import sqlite3
+import zipfile
 
 import pytest
 
@@ -47,6 +49,22 @@ def test_no_export_format_holds_a_secret_split_across_chunks(home, daemon, api, 
         joined = "".join(json.loads(line)["content"].get("text", "") for line in text.splitlines()
                          if json.loads(line)["type"] == "agent_message") if name == "jsonl" else text
         assert DAEMON_SECRET not in joined and PROVIDER_SECRET not in joined
+
+
+def archived_files(api, **query):
+    _, data = api.fetch("GET", "/api/export", query=query)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name).decode() for name in archive.namelist()}
+
+
+def test_a_lineage_archive_holds_continues_and_forks_and_no_secret(api, spoken):
+    continued = api.call("POST", spath(spoken, "continue"), {"agent_name": "general", "idempotency_key": "on"})[1]
+    forked = api.call("POST", spath(spoken, "fork"), {"idempotency_key": "branch"})[1]
+    for name in FORMATS:
+        files = archived_files(api, lineage=spoken["id"], format=name)
+        assert set(files) == {f"{s['id']}.{name}" for s in (spoken, continued["session"], forked["session"])} | {
+            "sessions.json"}
+        assert not any(DAEMON_SECRET in text or PROVIDER_SECRET in text for text in files.values())
 
 
 def found(api, q, **filters):

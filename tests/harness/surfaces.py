@@ -3,8 +3,10 @@
 A surface has one method, call(op, args) -> Outcome. Scenarios never name a surface's mechanics.
 """
 
+import io
 import json
 import re
+import zipfile
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -57,9 +59,15 @@ def answers_a_file(operation):
     return any(success.media for success in operation.success)
 
 
-def file_result(text, media_type=None):
-    """What a scenario matches of a file answer: its text (and media type where the surface sees it)."""
-    return {"text": text, **({"media_type": media_type} if media_type else {})}
+def file_result(data, media_type=None):
+    """What a scenario matches of a file answer: its text, or a zip archive's file names (and the media type
+    where the surface sees it)."""
+    if isinstance(data, bytes) and data[:2] == b"PK":
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            found = {"files": sorted(archive.namelist())}
+    else:
+        found = {"text": data.decode() if isinstance(data, bytes) else data}
+    return {**found, **({"media_type": media_type} if media_type else {})}
 
 
 class InProcess:
@@ -138,7 +146,7 @@ class HttpSurface:
             if answers_a_file(operation):
                 media_type, data = self.client.fetch(method, path, query=query)
                 check(op_name, answer_problem, 200, None)
-                return Outcome(result=file_result(data.decode(), media_type), http_status=200)
+                return Outcome(result=file_result(data, media_type), http_status=200)
             if op_name == STREAM:
                 status, document = 200, collect(self.client.stream(method, path, body=body, query=query))
             else:
@@ -181,15 +189,17 @@ class CliSurface:
         if "-o" not in command:
             command = command + ["-o", "json"]
         completed = subprocess.run([sys.executable, ENTRY, "--url", self.daemon.socket_url, *command],
-                                   env=test_environment(self.daemon.home), capture_output=True, text=True,
+                                   env=test_environment(self.daemon.home), capture_output=True,
                                    timeout=CLI_TIMEOUT)
+        data = completed.stdout  # bytes: a file command may write a binary file (a zip)
+        completed.stdout, completed.stderr = data.decode("utf-8", "replace"), completed.stderr.decode("utf-8", "replace")
         outcome = Outcome(exit_code=completed.returncode, stdout=completed.stdout, stderr=completed.stderr)
         match = _ERROR_LINE.search(completed.stderr)
         if completed.returncode != 0 and match:
             outcome.error, outcome.message = match.group(1), match.group(2)
             return outcome
         if answers_a_file(OPS[op_name]):
-            outcome.result = file_result(completed.stdout)
+            outcome.result = file_result(data)
             return outcome
         try:
             outcome.document = _parse_json_output(completed.stdout)
