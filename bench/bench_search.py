@@ -118,7 +118,7 @@ def test_query_latency(benchmark, corpus):
             times, counts = [], []
             for query in queries:
                 started = time.perf_counter()
-                hits, _ = index.search(query, filters, 20, 0)
+                hits, _, _ = index.search(query, filters, 20, 0)
                 times.append(time.perf_counter() - started)
                 counts.append(len(hits))
             p50 = ms(statistics.median(times))

@@ -255,7 +255,8 @@ SCHEMAS = {
         agent_name=nullable(STRING), kind=enum(v.SEARCH_KINDS), message_id=nullable(STRING),
         turn_id=nullable(STRING), sequence=INTEGER, timestamp=TIMESTAMP, snippet=STRING, score=NUMBER,
         archived=BOOLEAN, rewound=BOOLEAN)),
-        page=obj(["limit", "has_more", "next_cursor"], limit=INTEGER, has_more=BOOLEAN, next_cursor=nullable(STRING)))),
+        page=obj(["limit", "has_more", "next_cursor", "order"], limit=INTEGER, has_more=BOOLEAN,
+                 next_cursor=nullable(STRING), order=enum(("best", "newest"))))),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(
         ["draft_text", "target_message_id", "target_turn_id", "archived_from_sequence", "archived_through_sequence",

@@ -60,11 +60,12 @@ class SessionSearch:
         limit = v.query_int(query.get("limit"), "limit", 1, 100) or DEFAULT_LIMIT
         offset = v.query_int(query.get("cursor"), "cursor", 0, 10**9) or 0
         try:
-            hits, has_more = self.indexer.index.search(text, filters, limit, offset)
+            hits, has_more, order = self.indexer.index.search(text, filters, limit, offset)
         except QuerySyntaxError as exc:
             raise CompozyError("invalid_query", f"the query is not valid FTS5 syntax ({exc}); quote words "
                                'with punctuation: "like-this"', query=text) from None
-        page = {"limit": limit, "has_more": has_more, "next_cursor": str(offset + limit) if has_more else None}
+        page = {"limit": limit, "has_more": has_more, "next_cursor": str(offset + limit) if has_more else None,
+                "order": order}
         return {"search": {"hits": hits, "page": page, "index": self.search_index_status()}}
 
     def reindex_search(self):
