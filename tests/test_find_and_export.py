@@ -144,6 +144,7 @@ def test_the_index_catches_up_from_its_last_indexed_sequence_after_a_crash(home,
         db.execute("UPDATE sessions SET last_sequence = ?, open_row = NULL, open_key = NULL", (cut,))
     daemon.start()
     api = daemon.client(timeout=30)
-    hits = wait_for(lambda: found(api, "word", kind="user"), what="the index caught up")
+    hits = wait_for(lambda: len(found(api, "word", kind="user")) == 3 and found(api, "word", kind="user"),
+                    what="the index caught up")
     assert sorted(hit["snippet"] for hit in hits) == ["**word** alpha", "**word** bravo", "**word** charlie"]
     assert len(found(api, "echo", kind="agent")) == 3  # each answer once: nothing indexed twice

@@ -195,16 +195,24 @@ class Writer:
         self.db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
 
 
+# A chunk's text and message ID are extracted by SQLite: a long stream's chunks are never decoded in Python (the
+# indexer shares the daemon's interpreter with the agent's output path).
+COMMITTED_SQL = ("SELECT sequence, id, turn_id, type, "
+                 "CASE WHEN type IN ('agent_message', 'thought') THEN json_extract(content, '$.text') END, "
+                 "CASE WHEN type IN ('agent_message', 'thought') THEN json_extract(content, '$.agent_message_id') END, "
+                 "CASE WHEN type IN ('user_message', 'tool_call', 'permission') THEN content END, timestamp "
+                 "FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?")
+
+
 def committed_after(path, after_sequence, limit):
     """A session's committed events after a sequence, oldest first, read on a connection of the caller's own
-    (never the lock the agent's output commits under): (sequence, id, turn_id, type, content, archived,
-    timestamp) tuples. [] when the store does not exist."""
+    (never the lock the agent's output commits under): (sequence, id, turn_id, type, chunk text, chunk message
+    ID, content JSON of a prompt, tool call or permission, timestamp) tuples. [] when the store does not exist."""
     if not os.path.exists(path):
         return []
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return db.execute("SELECT sequence, id, turn_id, type, content, archived, timestamp FROM events "
-                          "WHERE sequence > ? ORDER BY sequence LIMIT ?", (after_sequence, limit)).fetchall()
+        return db.execute(COMMITTED_SQL, (after_sequence, limit)).fetchall()
     finally:
         db.close()
 

@@ -23,7 +23,7 @@ from compozy.store.searchindex import SearchIndex, archived_sequences, committed
 log = logging.getLogger("compozy.search")
 
 BATCH = 2000          # events read and written per session per transaction
-SETTLE_SECONDS = 0.1  # a wake gathers the marks of this long into one pass
+SETTLE_SECONDS = 0.5  # a wake gathers the commits of this long into one pass (a stream is indexed twice a second)
 IDLE_SECONDS = 1.0
 RUNS = {"agent_message": "agent", "thought": "thought"}
 
@@ -136,27 +136,25 @@ class Indexer:
                 state = self._write(writer, session_id, state, rows, secrets)
 
     def _write(self, writer, session_id, state, rows, secrets):
-        open_row, open_key = state["open_row"], state["open_key"]
+        open_row = state["open_row"]
+        open_key = tuple(json.loads(state["open_key"])) if state["open_key"] else None  # (type, turn, message)
         thoughts = self.services.config["search.thoughts"]
         run_text = None
-        for sequence, event_id, turn_id, kind, content, archived, timestamp in rows:
-            if kind not in RUNS and kind not in ("user_message", "tool_call", "permission"):
-                continue  # an event that leaves a run open: usage, plans, progress
-            content = json.loads(content)
+        for sequence, event_id, turn_id, kind, text, message_id, content, timestamp in rows:
             if kind in RUNS:
                 if kind == "thought" and not thoughts:
                     continue
-                key = json.dumps([kind, turn_id, content.get("agent_message_id")])
+                key = (kind, turn_id, message_id)
                 if key == open_key and open_row is not None:
-                    run_text = (writer.text_of(open_row) if run_text is None else run_text) + content.get("text", "")
+                    run_text = (writer.text_of(open_row) if run_text is None else run_text) + (text or "")
                     continue
                 self._close_run(writer, open_row, run_text, secrets)
-                run_text = content.get("text", "")
-                open_key = key
-                open_row = writer.add(session_id, RUNS[kind], content.get("agent_message_id") or event_id, turn_id,
-                                      sequence, timestamp, "")
+                run_text, open_key = text or "", key
+                open_row = writer.add(session_id, RUNS[kind], message_id or event_id, turn_id, sequence, timestamp, "")
                 continue
-            found = document_of(kind, content)
+            if content is None:
+                continue  # an event that leaves a run open: usage, plans, progress
+            found = document_of(kind, json.loads(content))
             if found is None:
                 continue
             self._close_run(writer, open_row, run_text, secrets)
@@ -165,9 +163,9 @@ class Indexer:
             writer.add(session_id, found_kind, message_id or event_id, turn_id, sequence, timestamp,
                        redact_values(text, secrets))
         self._close_run(writer, open_row, run_text, secrets)
-        last = rows[-1][0]
-        writer.progress(session_id, last, open_row, open_key)
-        return {**state, "last_sequence": last, "open_row": open_row, "open_key": open_key}
+        last, stored_key = rows[-1][0], json.dumps(open_key) if open_key else None
+        writer.progress(session_id, last, open_row, stored_key)
+        return {**state, "last_sequence": last, "open_row": open_row, "open_key": stored_key}
 
     @staticmethod
     def _close_run(writer, row, text, secrets):
