@@ -15,9 +15,9 @@ from compozy.manager import SessionManager
 from tests.harness.commands import cli_commands
 
 # Commands that run or manage the daemon process itself rather than call the API.
-# `completion` prints a shell script.
+# `completion` prints a shell script; `mcp relay` carries the tool server over stdio.
 LOCAL_COMMANDS = {"daemon run", "daemon start", "daemon stop", "daemon status", "daemon reload", "agent reference",
-                  "completion", "config check", "agent login", "agent add"}
+                  "completion", "config check", "agent login", "agent add", "mcp relay"}
 # CLI flags whose value the command reshapes before it becomes the field.
 RESHAPED_FLAGS = {("session new", "--cwd"): "made absolute; the current directory when --workspace is not given"}
 # An event stream's view reads headers (Last-Event-ID) as well and calls its façade method itself.

@@ -10,13 +10,20 @@ from tests.test_web import fetch
 
 WEB = Path(__file__).resolve().parents[1] / "compozy" / "web"
 OPERATION_NAME = re.compile(r'"((?:daemon|agent|settings|workspace|session)\.[a-z_]+(?:\.[a-z_]+)*)"')
+# Where the page names an operation: the first argument of call, act or address, or the first item of a bulk
+# action's request.
+NAMING = re.compile(r'\b(?:call|act|address)\(([^,)]*)|request: \([^)]*\) => \[([^,\]]*)')
 HAND_PATH = re.compile(r'["`]/api/')
+
+
+def names_in(script):
+    """The operation names a script gives call, act, address or a bulk action."""
+    return [name for place in NAMING.findall(script) for name in OPERATION_NAME.findall("".join(place))]
 
 
 def page_operations():
     """Every operation name the page's scripts spell, with where."""
-    return {(name, path.name) for path in sorted(WEB.glob("*.js"))
-            for name in OPERATION_NAME.findall(path.read_text(encoding="utf-8"))}
+    return {(name, path.name) for path in sorted(WEB.glob("*.js")) for name in names_in(path.read_text(encoding="utf-8"))}
 
 
 def test_every_operation_the_page_names_is_in_the_table():
@@ -27,8 +34,8 @@ def test_every_operation_the_page_names_is_in_the_table():
 
 
 def test_the_check_catches_a_name_the_table_lacks():
-    assert OPERATION_NAME.findall('call("session.archive", scope); call("session.archiv", scope)') == \
-        ["session.archive", "session.archiv"]
+    script = 'call("session.archive", scope); this.act(running ? "session.stop" : "session.archiv", {})'
+    assert names_in(script) == ["session.archive", "session.stop", "session.archiv"]
     assert "session.archiv" not in OPS
 
 
