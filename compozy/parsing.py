@@ -63,10 +63,10 @@ def _annotation(field):
 
 def parse(operation, path=None, body=None, query=None):
     """The operation's request object from what a surface received; raises invalid_request."""
+    fields = check_query(query, operation.query)  # first: a URL's unknown parameter whatever the body
     if operation.body is None and body:
         raise invalid(f"{operation.name} takes no request body")
-    fields = v.check_body(body, operation.body) if operation.body is not None else {}
-    fields.update(check_query(query, operation.query))
+    fields.update(v.check_body(body, operation.body) if operation.body is not None else {})
     for rule in operation.rules:
         rule.check(fields)
     path = {name: value for name, value in (path or {}).items() if name in operation.path_params}
@@ -127,12 +127,14 @@ def _edge(method, operation):
     shape = {"body": operation.body is not None and "body" in parameters,
              "query": bool(operation.query) and "query" in parameters}
 
+    signature = inspect.signature(method)
+
     @functools.wraps(method)
     def facade(self, *args, **keywords):
         if args and isinstance(args[0], Request):
             request, extras = args[0], keywords
         else:
-            given = inspect.signature(method).bind_partial(self, *args, **keywords).arguments
+            given = signature.bind_partial(self, *args, **keywords).arguments
             given.pop(next(iter(parameters)))
             path = {name: given.pop(name) for name in path_names if name in given}
             request = operation.parse(path, given.pop("body", None), given.pop("query", None))
