@@ -1,6 +1,7 @@
 // Search every session from the list (GET /api/search): a hit opens its session at the message found
 // (/sessions/<id>?at=<sequence>; the session view scrolls to that block and marks it).
-import { $, el, replace, api, ago, withProfile } from "./dom.js";
+import { $, el, replace, ago, withProfile } from "./dom.js";
+import { call } from "./api.js";
 
 export class Search {
   constructor({ alert, navigate }) {
@@ -15,7 +16,7 @@ export class Search {
     results.hidden = !q;
     if (!q) return replace(results);
     try {
-      const { search } = await api("GET", `/api/search?${new URLSearchParams({ q, limit: 20 })}`);
+      const { search } = await call("search.query", { q, limit: 20 });
       replace(results, search.hits.length ? search.hits.map((hit) => this.row(hit))
         : el("li", { class: "muted" }, "No messages match."));
     } catch (error) {
