@@ -41,6 +41,7 @@ from compozy.session.turns.identity import Identities
 from compozy.session.turns.inspection import agent_evidence
 from compozy.session.turns import titles
 from compozy.session.turns.tool_calls import ToolCalls
+from compozy.session.turns.checkpoints import Checkpointer
 from compozy.session.turns.choices import outcome
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
@@ -65,6 +66,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         self._live_lock = threading.Lock()
         self.services = Services(home, config, self.catalog, self.store, Feed(), clock, processes,
                                  live_sessions=lambda: list(self.live.values()), identities=Identities(endpoints))
+        self.services.checkpoints = self.services.observers.add(Checkpointer(self.services))
         self.requests = AgentRequests(self.services)
         self.binder = Binder(self.services, self.requests)
         self.engine = TurnEngine(self.services, self.binder, self.requests)

@@ -141,6 +141,8 @@ class Runner:
         if turn.cancel_reason or session.stop_operation:
             self._finish(session, turn, "done", {"stop_reason": "cancelled"})
             return
+        if self.services.checkpoints is not None:
+            self.services.checkpoints.turn_started(session, turn)  # the files as they were before the agent acts
         text = turn.message
         if replay_reason:
             prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
@@ -281,5 +283,7 @@ class Runner:
         with session.lock:
             session.append_event(kind, content, turn.id)
             self._advance(session, turn)
+        if turn.opened and self.services.checkpoints is not None:
+            self.services.checkpoints.turn_ended(session, turn)
         session.touch(kind)
         session.save(activity=dict(session.activity))

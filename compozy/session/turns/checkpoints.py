@@ -1,0 +1,168 @@
+"""File checkpoints at every turn boundary: the workspace's state when a turn starts and when it ends.
+
+Layer 4. A checkpoint runs on its workspace's own worker thread (one at a time per workspace: the
+sessions of a workspace share its shadow repository), never on the agent's output path. The runner
+waits for a turn's start checkpoint, bounded by checkpoints.timeout, before it sends the prompt (so
+the checkpoint is the state before the agent acted); an end checkpoint is queued when the turn's
+terminal event is committed and nobody waits for it. Whatever happens, the outcome is a `checkpoint`
+event: a tree, or why there is none (no git, a workspace too large, a timeout). A checkpoint never
+fails a turn. It is also an observer: a removed session's references go, and shutdown drains the
+queue.
+"""
+
+import logging
+import queue
+import threading
+
+from compozy.checkpoints.shadow import LISTED_CHANGES, ShadowError, ShadowRepo
+from compozy.ids import new_id
+
+log = logging.getLogger("compozy.checkpoints")
+
+IDLE_WORKER_SECONDS = 30.0
+LISTED_SKIPS = 20
+
+
+class Job:
+    def __init__(self, session, kind, turn_id):
+        self.session, self.kind, self.turn_id = session, kind, turn_id
+        self.done = threading.Event()
+        self.event = None  # the committed checkpoint event's content
+
+
+class Checkpointer:
+    def __init__(self, services):
+        self.services = services
+        self._lock = threading.Lock()
+        self._repos = {}      # (workspace_id, folder) -> ShadowRepo
+        self._workers = {}    # workspace_id -> (queue, thread)
+        self._last = {}       # session id -> the tree of its last checkpoint
+        self._closed = False
+
+    @property
+    def enabled(self):
+        return bool(self.services.config["checkpoints.enabled"]) and not self._closed
+
+    def folder(self, workspace_id):
+        return self.services.home.root / "checkpoints" / workspace_id
+
+    def repo(self, record):
+        key = (record.workspace_id, record.cwd)
+        with self._lock:
+            if key not in self._repos:
+                self._repos[key] = ShadowRepo(self.folder(record.workspace_id), record.cwd,
+                                              self.services.config["checkpoints.timeout"])
+            return self._repos[key]
+
+    # -- the runner's hooks -------------------------------------------------------------------
+
+    def turn_started(self, session, turn):
+        """The start checkpoint; waits for it at most checkpoints.timeout (the turn goes on regardless)."""
+        if self.enabled:
+            self.submit(session, "start", turn.id).done.wait(self.services.config["checkpoints.timeout"] + 1.0)
+
+    def turn_ended(self, session, turn):
+        if self.enabled:
+            self.submit(session, "end", turn.id)
+
+    def take(self, session, kind, turn_id=None):
+        """A checkpoint taken now, waited for (a restore's undo point); its event's content."""
+        job = self.submit(session, kind, turn_id)
+        job.done.wait()
+        return job.event
+
+    def settle(self, workspace_id, within=None):
+        """Wait until the workspace's queued checkpoints are taken (a diff asked right after `done`)."""
+        worker = self._workers.get(workspace_id)
+        if worker is not None:
+            marker = Job(None, None, None)
+            worker[0].put(marker)
+            marker.done.wait(within or self.services.config["checkpoints.timeout"] + 1.0)
+
+    # -- the workers ----------------------------------------------------------------------------
+
+    def submit(self, session, kind, turn_id):
+        job = Job(session, kind, turn_id)
+        workspace_id = session.record.workspace_id
+        with self._lock:
+            worker = self._workers.get(workspace_id)
+            if worker is None:
+                jobs = queue.Queue()
+                thread = threading.Thread(target=self._serve, args=(workspace_id, jobs), daemon=True,
+                                          name=f"checkpoints-{workspace_id}")
+                worker = self._workers[workspace_id] = (jobs, thread)
+                thread.start()
+            worker[0].put(job)
+        return job
+
+    def _serve(self, workspace_id, jobs):
+        while True:
+            try:
+                job = jobs.get(timeout=IDLE_WORKER_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if jobs.empty():
+                        self._workers.pop(workspace_id, None)
+                        return
+                continue
+            if job is None:
+                return
+            try:
+                if job.session is not None:
+                    job.event = self._record(job.session, job.kind, job.turn_id)
+            except Exception:  # noqa: BLE001 (a checkpoint never breaks anything else)
+                log.exception("checkpoint of session %s failed", job.session.id)
+            finally:
+                job.done.set()
+
+    def _record(self, session, kind, turn_id):
+        content = self.capture(session, kind)
+        session.append_event("checkpoint", content, turn_id)
+        return content
+
+    def capture(self, session, kind):
+        """Take the checkpoint and describe it (without recording it)."""
+        config, record = self.services.config, session.record
+        try:
+            repo = self.repo(record)
+            snapshot = repo.snapshot(self.last_tree(session), config["checkpoints.max_file_bytes"],
+                                     config["checkpoints.max_files"])
+            checkpoint_id = new_id("ckpt")
+            repo.keep(session.id, checkpoint_id, snapshot.tree)
+        except ShadowError as error:
+            log.warning("session %s: no %s checkpoint: %s", session.id, kind, error.message)
+            return {"checkpoint_id": None, "kind": kind, "status": "failed", "reason": error.reason,
+                    "message": error.message}
+        self._last[session.id] = snapshot.tree
+        return {"checkpoint_id": checkpoint_id, "kind": kind, "status": "taken", "tree": snapshot.tree,
+                "files_changed": snapshot.changed, "files": snapshot.changes,
+                "files_truncated": snapshot.changed > LISTED_CHANGES, "bytes": snapshot.bytes,
+                "skipped": snapshot.skipped[:LISTED_SKIPS], "skipped_count": len(snapshot.skipped),
+                "duration_ms": snapshot.duration_ms}
+
+    def last_tree(self, session):
+        tree = self._last.get(session.id)
+        if tree is None:
+            taken = [e for e in session.log.read_all(types=["checkpoint"]) if e["content"].get("tree")]
+            tree = taken[-1]["content"]["tree"] if taken else None
+        return tree
+
+    # -- observer signals -----------------------------------------------------------------------
+
+    def removed(self, record):
+        self._last.pop(record.id, None)
+        try:
+            repo = self.repo(record)
+            if repo.git_dir.exists():
+                repo.drop(list(repo.refs(record.id)))
+        except ShadowError as error:
+            log.warning("the checkpoints of removed session %s stay: %s", record.id, error.message)
+
+    def closing(self):
+        self._closed = True
+        with self._lock:
+            workers = list(self._workers.values())
+        for jobs, thread in workers:
+            jobs.put(None)
+        for _, thread in workers:
+            thread.join(self.services.config["checkpoints.timeout"] + 5.0)
