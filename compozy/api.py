@@ -96,6 +96,7 @@ BINDING = ("agent_not_found", "model_unavailable", "provider_auth_failure", "pro
 IDENTITY = ("idempotency_conflict",)
 ENTRY_ERRORS = ("queue_entry_not_found", "queue_entry_not_queued")
 DERIVABLE = ("session_not_derivable", "session_archived", "session_fence_conflict")
+RESTORING = ("checkpoint_not_found", "workspace_busy", "checkpoint_failed")
 
 
 def _flags(*fields):
@@ -271,11 +272,14 @@ OPERATIONS = (
                         "(page.before_sequence) for older ones", ("limit", "before_sequence", "after_sequence"),
                         target="caller")),
     Operation("POST", S + "/rewind", "session.rewind", "rewind",
-              "Archive a user message and every later event; its text comes back as draft_text (same session)",
+              "Archive a user message and every later event; its text comes back as draft_text (same session). "
+              "With files: restore, the workspace's files also go back to the checkpoint taken when that message's "
+              "turn started; dry_run answers what would change and changes nothing",
               (Success(200, "RewindAnswer"),), (*SESSION, *DERIVABLE, *IDENTITY, "message_not_found",
-                                                "session_stop_in_progress", "session_turn_in_progress"),
+                                                "session_stop_in_progress", "session_turn_in_progress", *RESTORING),
               body=v.REWIND_FIELDS,
-              cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", *v.FENCE_NAMES))),
+              cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", "files", "dry_run",
+                                                              *v.FENCE_NAMES))),
     Operation("POST", S + "/continue", "session.continue", "continue_session",
               "Continue with another agent in a new session that carries this conversation; the source is untouched",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT), body=v.CONTINUE_FIELDS,
@@ -287,12 +291,14 @@ OPERATIONS = (
                         "a new session that carries its conversation (the source is not changed)",
                         ("agent_name", "message", "idempotency_key"))),
     Operation("POST", S + "/fork", "session.fork", "fork_session",
-              "Fork into a new session of the same agent and runtime, whole or through a user message and its turn",
+              "Fork into a new session of the same agent and runtime, whole or through a user message and its turn; "
+              "files: copy gives it a new folder next to the source's holding the files of that turn's end "
+              "checkpoint (whole: the last checkpoint)",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "message_not_found",
-                               "session_turn_in_progress"),
+                               "session_turn_in_progress", "checkpoint_not_found", "checkpoint_failed"),
               body=v.FORK_FIELDS, rules=(v.FENCES_TOGETHER,),
               cli=_session_cli("session fork", flags=_flags("message_id", "name", "idempotency_key", "workspace",
-                                                            *v.FENCE_NAMES)),
+                                                            "files", *v.FENCE_NAMES)),
               tool=Tool("compozy__session_fork", "Fork a session of your workspace into a new session of the same "
                         "agent, whole or through a user message and its turn", ("message_id", "idempotency_key",
                                                                                   "name"))),
@@ -300,6 +306,21 @@ OPERATIONS = (
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,
               cli=_session_cli("session preview", flags=_flags("message_id"))),
+    Operation("GET", S + "/checkpoints", "session.checkpoints", "list_checkpoints",
+              "The session's file checkpoints, oldest first: one when each turn started and ended (and before "
+              "each restore), with the files changed since the previous one, or why none was taken",
+              (Success(200, "CheckpointList"),), SESSION, cli=_session_cli("session checkpoints")),
+    Operation("GET", S + "/turns/<turn_id>/diff", "session.turn.diff", "turn_diff",
+              "The unified diff of what a turn changed in the workspace's files (its start checkpoint to its end "
+              "one); against=current: from its start to the folder now; stat: the files without the patch",
+              (Success(200, "TurnDiffAnswer"),), (*SESSION, "turn_not_found", "checkpoint_not_found"),
+              query=v.DIFF_QUERY, cli=_session_cli("session diff", "turn_id", flags=_flags("against", "stat"))),
+    Operation("POST", S + "/checkpoints/<checkpoint_id>/restore", "session.checkpoint.restore", "restore_checkpoint",
+              "Put the workspace's files back to a checkpoint (the conversation is untouched), after a checkpoint "
+              "of the files as they are (the undo point); dry_run answers what would change, and which of those "
+              "files other sessions in the folder changed since", (Success(200, "RestoreAnswer"),),
+              (*SESSION, *RESTORING), body=v.RESTORE_FIELDS,
+              cli=_session_cli("session restore", "checkpoint_id", flags=_flags("dry_run"))),
     Operation("GET", S + "/stream", "session.stream", "stream",
               "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},

@@ -17,6 +17,7 @@ from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
+from compozy.session.derive.files import FileOperations, Files, sessions_in_folder
 from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
@@ -54,7 +55,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, ToolCalls):
+class SessionManager(AgentViews, SessionReads, ToolCalls, FileOperations):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
@@ -73,8 +74,9 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         self.stopper = Stopper(self.services, self.engine)
         self.supervisor = Supervisor(self.services, self.engine, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
-        self.rewinder = Rewinder(self.services, self.binder)
-        self.deriver = Deriver(self.services, self.engine, self._session)
+        self.files = Files(self.services, sessions_in_folder(self.catalog, self.store))
+        self.rewinder = Rewinder(self.services, self.binder, self.files)
+        self.deriver = Deriver(self.services, self.engine, self._session, self.workspaces)
         self.observers = observing.observe(self)
 
     # -- daemon lifecycle ---------------------------------------------------------------

@@ -155,7 +155,7 @@ class ShadowRepo:
             else:
                 entry, i = {"path": fields[i + 1], "status": STATUS.get(code[:1], "modified")}, i + 2
             count += 1
-            if len(listed) < limit:
+            if limit is None or len(listed) < limit:
                 listed.append(entry)
         return count, listed
 

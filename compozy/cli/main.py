@@ -102,7 +102,7 @@ def use_profile(name):
 
 
 def main(argv=None):
-    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
+    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, files, history,  # noqa: F401
                              lifecycle, mcp, page, prompting, session, workspace)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)

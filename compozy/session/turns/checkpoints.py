@@ -58,12 +58,15 @@ class Checkpointer:
 
     def turn_started(self, session, turn):
         """The start checkpoint; waits for it at most checkpoints.timeout (the turn goes on regardless)."""
-        if self.enabled:
-            self.submit(session, "start", turn.id).done.wait(self.services.config["checkpoints.timeout"] + 1.0)
+        self._bounded(session, "start", turn.id)
 
     def turn_ended(self, session, turn):
+        """The end checkpoint, taken before the turn's terminal event is committed (bounded the same way)."""
+        self._bounded(session, "end", turn.id)
+
+    def _bounded(self, session, kind, turn_id):
         if self.enabled:
-            self.submit(session, "end", turn.id)
+            self.submit(session, kind, turn_id).done.wait(self.services.config["checkpoints.timeout"] + 1.0)
 
     def take(self, session, kind, turn_id=None):
         """A checkpoint taken now, waited for (a restore's undo point); its event's content."""

@@ -280,10 +280,10 @@ class Runner:
         usage = turn_usage(answered_usage, turn.last_usage, turn.cost_before)
         if usage is not None:
             session.log.record_usage(turn.id, usage)
+        if turn.opened and self.services.checkpoints is not None:
+            self.services.checkpoints.turn_ended(session, turn)  # before the terminal event: whoever sees it can diff
         with session.lock:
             session.append_event(kind, content, turn.id)
             self._advance(session, turn)
-        if turn.opened and self.services.checkpoints is not None:
-            self.services.checkpoints.turn_ended(session, turn)
         session.touch(kind)
         session.save(activity=dict(session.activity))
