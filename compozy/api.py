@@ -137,6 +137,10 @@ OPERATIONS = (
               "for 10 minutes", (Success(201, "LoginAnswer"),), ("invalid_request", "session_not_found",
                                                                   "page_unavailable"),
               body={"session_id": v.identifier("sess")}, cli=Cli("open", ("session_id",))),
+    Operation("POST", "/api/gc", "daemon.gc", "gc",
+              "Apply the checkpoint retention settings (checkpoints.keep_last, checkpoints.keep_for; the checkpoints "
+              "of removed sessions) and prune the objects no checkpoint reaches from the shadow repositories",
+              (Success(200, "GcAnswer"),), ("invalid_request", "checkpoint_failed"), body=v.GC_FIELDS, cli=Cli("gc")),
     Operation("GET", "/api/agents", "agent.list", "list_agents",
               "The configured agents: provider, command (and whether its program is installed and runnable), "
               "default runtime", (Success(200, "AgentList"),), cli=Cli("agent list")),

@@ -280,6 +280,7 @@ REWIND_FIELDS = {"message_id": token(required=True),
                  **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES},
                  "files": text(choices=("keep", "restore")), "dry_run": boolean()}
 RESTORE_FIELDS = {"dry_run": boolean()}
+GC_FIELDS = {}
 REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}
 
 # -- native tool arguments beside the operation's own fields (compozy/api.py, Tool) ---------------

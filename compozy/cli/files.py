@@ -1,4 +1,5 @@
-"""`compozy session checkpoints|diff|restore`: what turns did to the workspace's files, and putting them back.
+"""`compozy session checkpoints|diff|restore` and `compozy gc`: what turns did to the workspace's files, putting
+them back, and pruning what no checkpoint needs.
 
 Layer 6 (surface).
 """
@@ -6,7 +7,7 @@ Layer 6 (surface).
 import click
 
 from compozy.cli.completion import session_argument
-from compozy.cli.main import choice
+from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, output_option
 from compozy.cli.session import session
 from compozy.errors import CompozyError
@@ -117,3 +118,23 @@ def restore_text(result):
     if result.get("undo_checkpoint_id"):
         lines.append(f"Undo with: compozy session restore SESSION {result['undo_checkpoint_id']}")
     return "\n".join(lines)
+
+
+@cli.command("gc")
+@output_option()
+@click.pass_obj
+def gc(obj, output):
+    """Drop the checkpoints retention lets go (checkpoints.keep_last, checkpoints.keep_for, removed sessions) and
+    prune the files no checkpoint needs from the shadow repositories.
+
+    \b
+    Example:
+      compozy gc
+    """
+    emit(obj.call("daemon.gc"), output, _gc_text)
+
+
+def _gc_text(document):
+    report = document["gc"]
+    return (f"{report['repositories']} repositories: {report['checkpoints_dropped']} checkpoints dropped, "
+            f"{report['checkpoints_kept']} kept; {report['bytes_before']:,} -> {report['bytes_after']:,} bytes")

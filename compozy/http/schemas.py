@@ -243,6 +243,9 @@ SCHEMAS = {
                               "to": obj(["checkpoint_id", "tree", "current"], checkpoint_id=nullable(STRING),
                                         tree=STRING, current=BOOLEAN)})),
     "RestoreAnswer": obj(["restore"], restore=RESTORE),
+    "GcAnswer": obj(["gc"], gc=obj(["repositories", "checkpoints_dropped", "checkpoints_kept", "bytes_before",
+                                    "bytes_after"], repositories=INTEGER, checkpoints_dropped=INTEGER,
+                                   checkpoints_kept=INTEGER, bytes_before=INTEGER, bytes_after=INTEGER)),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(
         ["draft_text", "target_message_id", "target_turn_id", "archived_from_sequence", "archived_through_sequence",

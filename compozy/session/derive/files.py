@@ -214,6 +214,14 @@ class FileOperations:
         """What a turn changed in the workspace's files (or, against=current, what changed since it started)."""
         return self.files.turn_diff(self._session(session_id, workspace), turn_id, query)
 
+    def gc(self, body=None):
+        """Checkpoint retention and pruning in every workspace's shadow repository."""
+        v.check_body(body or {}, v.GC_FIELDS)
+        try:
+            return {"gc": self.services.checkpoints.gc(set(self.catalog.session_ids()))}
+        except ShadowError as error:
+            raise CompozyError("checkpoint_failed", f"gc failed: {error.message}", reason=error.reason) from None
+
     def restore_checkpoint(self, session_id, workspace, checkpoint_id, body=None):
         """Put the files back to a checkpoint (dry_run: what would change); the conversation is untouched."""
         return self.files.restore(self._session(session_id, workspace), checkpoint_id, body)

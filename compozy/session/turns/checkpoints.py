@@ -14,6 +14,7 @@ import logging
 import queue
 import threading
 
+from compozy.checkpoints.retention import to_drop
 from compozy.checkpoints.shadow import LISTED_CHANGES, ShadowError, ShadowRepo
 from compozy.ids import new_id
 
@@ -149,6 +150,31 @@ class Checkpointer:
             taken = [e for e in session.log.read_all(types=["checkpoint"]) if e["content"].get("tree")]
             tree = taken[-1]["content"]["tree"] if taken else None
         return tree
+
+    # -- retention ------------------------------------------------------------------------------
+
+    def gc(self, sessions):
+        """Drop the references retention lets go (and those of sessions that are gone), then prune what no
+        reference reaches, in every workspace's repository; what was done."""
+        config, root = self.services.config, self.services.home.root / "checkpoints"
+        report = {"repositories": 0, "checkpoints_dropped": 0, "checkpoints_kept": 0, "bytes_before": 0,
+                  "bytes_after": 0}
+        for folder in sorted(root.iterdir()) if root.is_dir() else ():
+            if not (folder / "HEAD").exists():
+                continue
+            repo = ShadowRepo(folder, folder, max(config["checkpoints.timeout"], 300.0))
+            refs = repo.refs()
+            dropped = to_drop(refs, sessions, self.services.clock.wall(), config["checkpoints.keep_last"],
+                              config["checkpoints.keep_for"])
+            repo.drop(dropped)
+            before, after = repo.prune()
+            report["repositories"] += 1
+            report["checkpoints_dropped"] += len(dropped)
+            report["checkpoints_kept"] += len(refs) - len(dropped)
+            report["bytes_before"] += before
+            report["bytes_after"] += after
+        log.info("checkpoints gc: %s", report)
+        return report
 
     # -- observer signals -----------------------------------------------------------------------
 
