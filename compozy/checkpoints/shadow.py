@@ -55,6 +55,7 @@ class ShadowRepo:
         self.index = self.git_dir / f"index-{hashlib.sha256(str(work_tree).encode()).hexdigest()[:16]}"
         self.timeout = timeout
         self.lock = threading.RLock()  # one git writer per index at a time
+        self.written = None  # the tree the index last wrote (unchanged index: the same tree, no call)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -95,9 +96,20 @@ class ShadowRepo:
         if not self.work_tree.is_dir():
             raise ShadowError("not_a_folder", f"the workspace folder {self.work_tree} does not exist")
         if not (self.git_dir / "HEAD").exists():
-            self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self.git("init", "-q", "--bare", str(self.git_dir), located=False)
-            self.git("config", "core.bare", "false")
+            # Made aside and renamed into place: a repository cut short (a timeout) is never half there.
+            self.git_dir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            aside = self.git_dir.with_name(f"{self.git_dir.name}.init-{os.getpid()}-{threading.get_ident()}")
+            shutil.rmtree(aside, ignore_errors=True)
+            try:
+                self.git("init", "-q", "--bare", str(aside), located=False)
+                self.git("--git-dir", str(aside), "config", "core.bare", "false", located=False)
+                os.chmod(aside, 0o700)
+                os.rename(aside, self.git_dir)
+            except OSError as exc:
+                if not (self.git_dir / "HEAD").exists():  # not merely made meanwhile by another folder's checkpoint
+                    raise ShadowError("git_failed", f"the shadow repository could not be made: {exc}") from None
+            finally:
+                shutil.rmtree(aside, ignore_errors=True)
         return self
 
     # -- snapshots --------------------------------------------------------------------------
@@ -116,7 +128,9 @@ class ShadowRepo:
                 self.git("update-index", "-z", "--add", "--remove", "--stdin", given="\0".join(update) + "\0")
             if dropped:
                 self.git("update-index", "-z", "--force-remove", "--stdin", given="\0".join(dropped) + "\0")
-            tree = self.git("write-tree").strip()
+            if update or dropped or self.written is None:  # only this object writes the index
+                self.written = self.git("write-tree").strip()
+            tree = self.written
             changed, listed = self.changes(since or EMPTY_TREE, tree)
         return Snapshot(tree, listed, changed, read, skipped, round((time.monotonic() - started) * 1000, 1))
 
@@ -231,6 +245,16 @@ class ShadowRepo:
     def keep(self, session_id, checkpoint_id, tree):
         """A reference per checkpoint keeps its tree (and every blob in it) from gc."""
         self.git("update-ref", f"{REF_ROOT}/{session_id}/{checkpoint_id}", tree)
+
+    def has(self, tree):
+        """Whether the tree is still in the repository (gc may have pruned it)."""
+        try:
+            self.git("cat-file", "-e", f"{tree}^{{tree}}")
+            return True
+        except ShadowError as error:
+            if error.reason != "git_failed":
+                raise
+            return False
 
     def drop(self, refs):
         if refs:

@@ -79,7 +79,8 @@ export class SessionView {
     replace($("transcript"));
     this.transcript = new Transcript($("transcript"), {
       approve: (request_id, option_id) => this.act("POST", "/approve", { request_id, option_id }),
-      messageActions: (event) => this.derive.messageActions(event) });
+      messageActions: (event) => this.derive.messageActions(event),
+      diff: (turnId) => api("GET", `${this.path}/turns/${encodeURIComponent(turnId)}/diff`) });
     this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (record) => this.onEvent(record) });
     this.refreshSoon();
   }

@@ -72,6 +72,7 @@ class Files:
         self.checkpointer.settle(session.record.workspace_id)
         known = entries(session)
         start, end = _turn_bounds(session, known, turn_id)
+        start, end = self.present(session, start), end and self.present(session, end)
         repo = self.checkpointer.repo(session.record)
         if query.get("against") == "current" or end is None:
             target = {"checkpoint_id": None, "tree": self._current_tree(session), "current": True}
@@ -107,12 +108,23 @@ class Files:
     def restore(self, session, checkpoint_id, body):
         """Put the folder back to a checkpoint (files only; the conversation is untouched)."""
         body = v.check_body(body, v.RESTORE_FIELDS)
-        entry = _usable(find(session, checkpoint_id))
+        entry = self.present(session, _usable(find(session, checkpoint_id)))
         with session.lock:
-            self.check_not_busy(session)
-            if body.get("dry_run"):
+            if body.get("dry_run"):  # a look is never refused: it shows what a busy folder's restore would undo
                 return {"restore": self.plan(session, entry)}
+            self.check_not_busy(session)
             return {"restore": self.apply(session, entry)}
+
+    def present(self, session, entry):
+        """The entry, once its tree is known to be in the repository (gc drops what retention lets go)."""
+        try:
+            kept = self.checkpointer.repo(session.record).has(entry["tree"])
+        except ShadowError as error:
+            raise _unavailable(f"the checkpoint cannot be read: {error.message}", reason=error.reason) from None
+        if not kept:
+            raise _unavailable(f"checkpoint {entry['checkpoint_id']} was dropped by gc (checkpoints.keep_last, "
+                               "checkpoints.keep_for)", reason="pruned", checkpoint_id=entry["checkpoint_id"])
+        return entry
 
     def check_not_busy(self, session):
         busy = [{"session_id": other.id, "turn_id": other.turn.id} for other in self.services.live_sessions()
@@ -162,8 +174,8 @@ class Files:
         for record in self.sessions_in(session.record)[:OTHER_SESSIONS_SCANNED]:
             log_ = self.services.store.events(record)
             touched = set()
-            for event in log_.read_all(types=["checkpoint"]):
-                if event["timestamp"] > entry["created_at"]:
+            for event in log_.read_all(types=["checkpoint"]):  # an end checkpoint lists what its turn changed
+                if event["content"].get("kind") == "end" and event["timestamp"] > entry["created_at"]:
                     touched.update(item["path"] for item in event["content"].get("files", ()))
             overlap = sorted(touched & changed)
             if overlap:

@@ -60,8 +60,8 @@ class Rewinder:
             self._check_idle(session)
             check_fences(expected, fences_of(session.record, session.log.max_active_sequence()))
             target = self._target(session, message_id)
-            checkpoint = start_of(session, target["turn_id"]) if restore else None
-            if checkpoint is not None:
+            checkpoint = self.files.present(session, start_of(session, target["turn_id"])) if restore else None
+            if checkpoint is not None and not dry_run:
                 self.files.check_not_busy(session)
             result = self._result(session, key, target)
             if dry_run:
