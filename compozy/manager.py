@@ -104,6 +104,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, FileOperations):
             thread.start()
         for thread in stops:
             thread.join()
+        self.services.checkpoints.close()
         self.services.catalog_feed.close()
         for session in list(self.live.values()):
             session.close()

@@ -81,7 +81,8 @@ class ShadowRepo:
         payload = given if given is None or not text else given.encode()
         try:
             done = subprocess.run([program, *self._settings(), *arguments], input=payload, capture_output=True,
-                                  cwd=self.work_tree, env=self._environment(index, located), check=False,
+                                  cwd=self.work_tree if self.work_tree.is_dir() else self.git_dir.parent,
+                                  env=self._environment(index, located), check=False,
                                   timeout=timeout or self.timeout, start_new_session=True)
         except subprocess.TimeoutExpired:
             raise ShadowError("timeout", f"git {arguments[0]} took longer than {timeout or self.timeout:g}s") from None

@@ -6,8 +6,8 @@ waits for a turn's start checkpoint, bounded by checkpoints.timeout, before it s
 the checkpoint is the state before the agent acted); an end checkpoint is queued when the turn's
 terminal event is committed and nobody waits for it. Whatever happens, the outcome is a `checkpoint`
 event: a tree, or why there is none (no git, a workspace too large, a timeout). A checkpoint never
-fails a turn. It is also an observer: a removed session's references go, and shutdown drains the
-queue.
+fails a turn. It is also an observer: a removed session's references go. Shutdown closes it after
+the stops, draining what is queued.
 """
 
 import logging
@@ -187,7 +187,8 @@ class Checkpointer:
         except ShadowError as error:
             log.warning("the checkpoints of removed session %s stay: %s", record.id, error.message)
 
-    def closing(self):
+    def close(self):
+        """At shutdown, after the stops (their turns' end checkpoints are taken): the workers end."""
         self._closed = True
         with self._lock:
             workers = list(self._workers.values())
