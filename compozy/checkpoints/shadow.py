@@ -120,7 +120,7 @@ class ShadowRepo:
         started = time.monotonic()
         with self.lock:
             self.ensure()
-            paths = _paths(self.git("ls-files", "-z", "-m", "-o", "-d", "--exclude-standard"))
+            paths = _paths(self.git("ls-files", "-z", "-m", "-o", "-d", "--exclude-standard", *self._own_folder()))
             if len(paths) > max_files:
                 raise ShadowError("too_many_files", f"{len(paths)} files to read, over checkpoints.max_files "
                                                     f"({max_files})")
@@ -134,6 +134,14 @@ class ShadowRepo:
             tree = self.written
             changed, listed = self.changes(since or EMPTY_TREE, tree)
         return Snapshot(tree, listed, changed, read, skipped, round((time.monotonic() - started) * 1000, 1))
+
+    def _own_folder(self):
+        """The shadow repository itself is never read into a checkpoint (a folder that holds the home)."""
+        try:
+            inside = self.git_dir.parent.resolve().relative_to(self.work_tree.resolve())
+        except ValueError:
+            return ()
+        return ("--exclude", f"/{inside.as_posix()}/")
 
     def _sort(self, paths, max_file_bytes):
         """What to read (or remove), what to drop from the index, what was skipped and the bytes read."""
