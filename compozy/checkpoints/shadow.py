@@ -252,8 +252,14 @@ class ShadowRepo:
     # -- references and pruning -------------------------------------------------------------
 
     def keep(self, session_id, checkpoint_id, tree):
-        """A reference per checkpoint keeps its tree (and every blob in it) from gc."""
-        self.git("update-ref", f"{REF_ROOT}/{session_id}/{checkpoint_id}", tree)
+        """A reference per checkpoint keeps its tree (and every blob in it) from gc. Written as git's loose
+        reference file (gitrepository-layout: the object name and a newline), renamed into place: one
+        process less per checkpoint than `git update-ref`, which reads and deletes it the same way."""
+        folder = self.git_dir / REF_ROOT / session_id
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        aside = folder / f".{checkpoint_id}.lock"
+        aside.write_text(tree + "\n")
+        os.replace(aside, folder / checkpoint_id)
 
     def has(self, tree):
         """Whether the tree is still in the repository (gc may have pruned it)."""

@@ -13,6 +13,7 @@ the stops, draining what is queued.
 import logging
 import queue
 import threading
+import time
 
 from compozy.checkpoints.retention import to_drop
 from compozy.checkpoints.shadow import LISTED_CHANGES, ShadowError, ShadowRepo
@@ -126,14 +127,15 @@ class Checkpointer:
 
     def capture(self, session, kind):
         """Take the checkpoint and describe it (without recording it)."""
-        config, record = self.services.config, session.record
+        config, record, started = self.services.config, session.record, time.monotonic()
         try:
             repo = self.repo(record)
             snapshot = repo.snapshot(self.last_tree(session), config["checkpoints.max_file_bytes"],
                                      config["checkpoints.max_files"])
             checkpoint_id = new_id("ckpt")
             repo.keep(session.id, checkpoint_id, snapshot.tree)
-        except ShadowError as error:
+        except (ShadowError, OSError) as error:
+            error = error if isinstance(error, ShadowError) else ShadowError("git_failed", str(error))
             log.warning("session %s: no %s checkpoint: %s", session.id, kind, error.message)
             return {"checkpoint_id": None, "kind": kind, "status": "failed", "reason": error.reason,
                     "message": error.message}
@@ -142,7 +144,7 @@ class Checkpointer:
                 "files_changed": snapshot.changed, "files": snapshot.changes,
                 "files_truncated": snapshot.changed > LISTED_CHANGES, "bytes": snapshot.bytes,
                 "skipped": snapshot.skipped[:LISTED_SKIPS], "skipped_count": len(snapshot.skipped),
-                "duration_ms": snapshot.duration_ms}
+                "duration_ms": round((time.monotonic() - started) * 1000, 1)}
 
     def last_tree(self, session):
         tree = self._last.get(session.id)
