@@ -285,12 +285,14 @@ OPERATIONS = (
               cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", "files", "dry_run",
                                                               *v.FENCE_NAMES))),
     Operation("POST", S + "/continue", "session.continue", "continue_session",
-              "Continue with another agent in a new session that carries this conversation; the source is untouched",
-              DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT), body=v.CONTINUE_FIELDS,
+              "Continue with another agent in a new session that carries this conversation; the source is untouched; "
+              "files: copy gives it a new folder next to the source's holding the files of the last checkpoint",
+              DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT, "checkpoint_not_found",
+                               "checkpoint_failed"), body=v.CONTINUE_FIELDS,
               rules=(v.not_both("route", "runtime"), v.FENCES_TOGETHER),
               cli=_session_cli("session continue", flags=(
                   ("agent_name", "--agent"), *_flags("message", "route", "name", "idempotency_key", "workspace",
-                                                     *v.FENCE_NAMES))),
+                                                     "files", *v.FENCE_NAMES))),
               tool=Tool("compozy__session_continue", "Continue a session of your workspace with another agent, in "
                         "a new session that carries its conversation (the source is not changed)",
                         ("agent_name", "message", "idempotency_key"))),

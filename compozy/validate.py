@@ -272,7 +272,8 @@ FENCES_TOGETHER = together(*FENCE_NAMES)
 CONTINUE_FIELDS = {"agent_name": text(required=True, max_length=64),
                    "idempotency_key": token(required=True),
                    "runtime": mapping(fields=RUNTIME_FIELDS), "route": integer(minimum=1, maximum=1000),
-                   "name": label(max_length=200), "message": message(), **FENCE_FIELDS}
+                   "name": label(max_length=200), "message": message(), "files": text(choices=("share", "copy")),
+                   **FENCE_FIELDS}
 FORK_FIELDS = {"idempotency_key": token(required=True), "message_id": token(),
                "name": label(max_length=200), "files": text(choices=("share", "copy")), **FENCE_FIELDS}
 REWIND_FIELDS = {"message_id": token(required=True),

@@ -138,10 +138,12 @@ def new_session_options(command):
 @click.option("--message", help="the new session's first prompt (default: the context waits for your first prompt)")
 @click.option("--route", type=click.IntRange(1), help="1-based route of the agent's fallback_chain (an account); "
               "not with runtime flags")
+@click.option("--files", type=choice("session.continue", "files"), help="copy: the new session works in a new "
+              "folder next to the source's, holding the files of its last checkpoint (default: share the folder)")
 @runtime_options
 @new_session_options
 @click.pass_obj
-def continue_(obj, session_id, agent_name, message, route, name, idempotency_key, workspace, output, **rest):
+def continue_(obj, session_id, agent_name, message, route, files, name, idempotency_key, workspace, output, **rest):
     """Continue a session with another agent in a new session; the source is not changed.
 
     \b
@@ -153,7 +155,7 @@ def continue_(obj, session_id, agent_name, message, route, name, idempotency_key
     if runtime and route:
         raise click.UsageError("--route cannot be combined with runtime flags")
     derive(obj, "session.continue", session_id, workspace, idempotency_key, fences, output,
-           agent_name=agent_name, message=message, route=route, runtime=runtime, name=name)
+           agent_name=agent_name, message=message, route=route, runtime=runtime, name=name, files=files)
 
 
 @session.command("fork")

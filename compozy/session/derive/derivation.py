@@ -78,14 +78,18 @@ def continue_request(source_id, workspace_id, body):
                       field="route")
     message = check_message(body["message"]) if "message" in body else None
     return _request("continue", source_id, workspace_id, body, agent_name=body["agent_name"], name=_name(body),
-                    message=message, runtime=runtime, route=body.get("route"))
+                    message=message, runtime=runtime, route=body.get("route"), **_copy(body))
 
 
 def fork_request(source_id, workspace_id, body):
     body = v.check_body(body, v.FORK_FIELDS)
     message_id = validate_client_token(body["message_id"], "message_id") if "message_id" in body else None
-    copy = {"files": "copy"} if body.get("files") == "copy" else {}
-    return _request("fork", source_id, workspace_id, body, name=_name(body), message_id=message_id, **copy)
+    return _request("fork", source_id, workspace_id, body, name=_name(body), message_id=message_id, **_copy(body))
+
+
+def _copy(body):
+    """files: copy, in the request (and its fingerprint) only when asked: older keys keep their fingerprints."""
+    return {"files": "copy"} if body.get("files") == "copy" else {}
 
 
 def _name(body):
