@@ -15,9 +15,9 @@ from compozy.clock import SYSTEM
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
-from compozy.session.derive import derivation, observing, rewind, sources
+from compozy.session.derive import derivation, files, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
-from compozy.session.derive.files import FileOperations, Files, sessions_in_folder
+from compozy.session.derive.clear import Clearer
 from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
@@ -34,6 +34,7 @@ from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.reading import SessionReads
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
+from compozy.session.records.settings import SettingsViews
 from compozy.session.records.store import SessionStore
 from compozy.session.records.workspaces import Workspaces
 from compozy.session.turns.binding import Binder
@@ -42,7 +43,6 @@ from compozy.session.turns.identity import Identities
 from compozy.session.turns.inspection import agent_evidence
 from compozy.session.turns import titles
 from compozy.session.turns.tool_calls import ToolCalls
-from compozy.session.turns.checkpoints import Checkpointer
 from compozy.session.turns.choices import outcome
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
@@ -55,27 +55,26 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, ToolCalls, FileOperations):
+class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, files.FileOperations):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
         self.home = home.ensure()
         self.catalog = Catalog(home.catalog_file)
-        self.store = SessionStore(home, self.catalog, EventLogPool(home))
+        self.store = SessionStore(home, self.catalog, EventLogPool(home), agent_defaults=self._agent_defaults)
         self.workspaces = Workspaces(self.catalog, home.root)
         self.live = {}
         self._live_lock = threading.Lock()
         self.services = Services(home, config, self.catalog, self.store, Feed(), clock, processes,
                                  live_sessions=lambda: list(self.live.values()), identities=Identities(endpoints))
-        self.services.checkpoints = self.services.observers.add(Checkpointer(self.services))
         self.requests = AgentRequests(self.services)
         self.binder = Binder(self.services, self.requests)
         self.engine = TurnEngine(self.services, self.binder, self.requests)
         self.stopper = Stopper(self.services, self.engine)
         self.supervisor = Supervisor(self.services, self.engine, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
-        self.files = Files(self.services, sessions_in_folder(self.catalog, self.store))
-        self.rewinder = Rewinder(self.services, self.binder, self.files)
+        self.rewinder = Rewinder(self.services, self.binder)
+        self.clearer = Clearer(self.rewinder)
         self.deriver = Deriver(self.services, self.engine, self._session, self.workspaces)
         self.observers = observing.observe(self)
 
@@ -85,7 +84,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, FileOperations):
         """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
         repair.kill_orphans(self.home, self.services.processes)
-        repair.classify_stale(self.store)
+        repair.classify_stale(self.store, self.services.processes)
         repair.settle_control_rows(self.store)
         rewind.finish_interrupted(self.store)
         derivation.settle_interrupted(self.store)
@@ -104,7 +103,6 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, FileOperations):
             thread.start()
         for thread in stops:
             thread.join()
-        self.services.checkpoints.close()
         self.services.catalog_feed.close()
         for session in list(self.live.values()):
             session.close()
@@ -330,6 +328,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, FileOperations):
         result = self.rewinder.rewind(session, body)
         return {"session": self._resource(session.record, precise=True), "rewind": result}
 
+    def clear_conversation(self, session_id, workspace, body):
+        """Archive the whole active transcript and discard a carried context: the next prompt starts fresh."""
+        session = self._session(session_id, workspace)
+        result = self.clearer.clear(session, body)
+        return {"session": self._resource(session.record, precise=True), "clear": result}
+
     def continue_session(self, session_id, workspace, body, creator=None):
         """A new session carrying this one's conversation to another agent; the source is untouched.
         creator: the record of the agent's session that asks (the native tool), held to the agents' limits."""
@@ -370,12 +374,14 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, FileOperations):
     def _list_row_text(self, session_id, text, rendered):
         live = self.live.get(session_id)
         if live is not None:
-            return serialize.encode(serialize.session_resource(live.record, live.overlay(),
-                                                               live.log.max_active_sequence()))
-        if rendered:
+            return serialize.encode(serialize.session_resource(live.record, live.overlay(), live.log.max_active_sequence(),
+                                                               self._agent_defaults(live.record.agent_name)))
+        if rendered and '"display":' in text:
             return text
-        record = SessionRecord.from_dict(json.loads(text))  # a row indexed before rendered reads were stored
-        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0)))
+        # A row indexed before rendered reads were stored, or rendered before rows showed runtime.display.
+        record = self.store.get(session_id) if rendered else SessionRecord.from_dict(json.loads(text))
+        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0),
+                                                           self._agent_defaults(record.agent_name)))
 
     def _resource(self, record, precise=False):
         live = self.live.get(record.id)
@@ -383,7 +389,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, FileOperations):
             max_sequence = (live.log if live else self.store.events(record)).max_active_sequence()
         else:
             max_sequence = (record.fences or {}).get("max_sequence", 0)
-        return serialize.session_resource(record, live.overlay() if live else None, max_sequence)
+        return serialize.session_resource(record, live.overlay() if live else None, max_sequence,
+                                          self._agent_defaults(record.agent_name))
+
+    def _agent_defaults(self, agent_name):
+        agent = self.services.config.agents.get(agent_name)
+        return agent.defaults() if agent is not None else None
 
     def _catalog_changed(self, change, record):
         catalog_changed(self.services.catalog_feed, change, record)

@@ -216,7 +216,12 @@ def _turn_bounds(session, known, turn_id):
 
 
 class FileOperations:
-    """The façade's file checkpoint operations (mixed into SessionManager, which supplies _session and files)."""
+    """The façade's file checkpoint operations (mixed into SessionManager, which supplies _session, catalog and
+    rewinder: its Files)."""
+
+    @property
+    def files(self):
+        return self.rewinder.files
 
     def list_checkpoints(self, session_id, workspace):
         """The session's checkpoints, oldest first."""

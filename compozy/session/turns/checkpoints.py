@@ -6,8 +6,8 @@ waits for a turn's start checkpoint, bounded by checkpoints.timeout, before it s
 the checkpoint is the state before the agent acted); an end checkpoint is queued when the turn's
 terminal event is committed and nobody waits for it. Whatever happens, the outcome is a `checkpoint`
 event: a tree, or why there is none (no git, a workspace too large, a timeout). A checkpoint never
-fails a turn. It is also an observer: a removed session's references go. Shutdown closes it after
-the stops, draining what is queued.
+fails a turn. It is also an observer: a removed session's references go, and once the daemon closes
+its workers end as soon as their queues are empty.
 """
 
 import logging
@@ -22,6 +22,7 @@ from compozy.ids import new_id
 log = logging.getLogger("compozy.checkpoints")
 
 IDLE_WORKER_SECONDS = 30.0
+DRAINING_SECONDS = 0.2
 LISTED_SKIPS = 20
 
 
@@ -39,11 +40,11 @@ class Checkpointer:
         self._repos = {}      # (workspace_id, folder) -> ShadowRepo
         self._workers = {}    # workspace_id -> (queue, thread)
         self._last = {}       # session id -> the tree of its last checkpoint
-        self._closed = False
+        self._closing = False
 
     @property
     def enabled(self):
-        return bool(self.services.config["checkpoints.enabled"]) and not self._closed
+        return bool(self.services.config["checkpoints.enabled"])
 
     def folder(self, workspace_id):
         return self.services.home.root / "checkpoints" / workspace_id
@@ -102,8 +103,8 @@ class Checkpointer:
 
     def _serve(self, workspace_id, jobs):
         while True:
-            try:
-                job = jobs.get(timeout=IDLE_WORKER_SECONDS)
+            try:  # once the daemon closes, a worker ends as soon as it has nothing left to do
+                job = jobs.get(timeout=DRAINING_SECONDS if self._closing else IDLE_WORKER_SECONDS)
             except queue.Empty:
                 with self._lock:
                     if jobs.empty():
@@ -189,12 +190,10 @@ class Checkpointer:
         except ShadowError as error:
             log.warning("the checkpoints of removed session %s stay: %s", record.id, error.message)
 
-    def close(self):
-        """At shutdown, after the stops (their turns' end checkpoints are taken): the workers end."""
-        self._closed = True
+    def closing(self):
+        """The daemon shuts down: the stops still end their turns, with end checkpoints; then each worker,
+        its queue empty, ends instead of waiting for more."""
+        self._closing = True
         with self._lock:
-            workers = list(self._workers.values())
-        for jobs, thread in workers:
-            jobs.put(None)
-        for _, thread in workers:
-            thread.join(self.services.config["checkpoints.timeout"] + 5.0)
+            for jobs, _ in self._workers.values():
+                jobs.put(Job(None, None, None))  # wakes a worker waiting for work, to see it
