@@ -73,8 +73,10 @@ class ShadowRepo:
                 "-c", "core.autocrlf=false", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
                 "-c", "core.safecrlf=false", "-c", "gc.auto=0", "-c", "core.hooksPath=" + os.devnull]
 
-    def git(self, *arguments, given=None, index=None, text=True, timeout=None, located=True):
-        """Run one git command in the work tree; its stdout (str, or bytes with text=False)."""
+    def git(self, *arguments, given=None, index=None, text=True, timeout=None, located=True, private=True):
+        """Run one git command in the work tree; its stdout (str, or bytes with text=False). private: what it
+        writes is the daemon's (the repository, an index: owner-only, as everything in the home); a checkout
+        into a folder of the user's keeps the user's own file modes."""
         program = git_path()
         if program is None:
             raise ShadowError("git_unavailable", "git is not installed (no `git` on PATH)")
@@ -83,7 +85,8 @@ class ShadowRepo:
             done = subprocess.run([program, *self._settings(), *arguments], input=payload, capture_output=True,
                                   cwd=self.work_tree if self.work_tree.is_dir() else self.git_dir.parent,
                                   env=self._environment(index, located), check=False,
-                                  timeout=timeout or self.timeout, start_new_session=True)
+                                  timeout=timeout or self.timeout, start_new_session=True,
+                                  umask=0o077 if private else -1)
         except subprocess.TimeoutExpired:
             raise ShadowError("timeout", f"git {arguments[0]} took longer than {timeout or self.timeout:g}s") from None
         except OSError as exc:
@@ -232,21 +235,22 @@ class ShadowRepo:
             else:
                 for path in paths:
                     _clear_way(self.work_tree, path)
-                self.git("checkout-index", "-f", "-z", "--stdin", given="\0".join(paths) + "\0", index=scratch)
+                self.git("checkout-index", "-f", "-z", "--stdin", given="\0".join(paths) + "\0", index=scratch,
+                         private=False)
         finally:
             scratch.unlink(missing_ok=True)
 
     def _git_at(self, work_tree, *arguments, index=None):
         saved, self.work_tree = self.work_tree, Path(work_tree)
         try:
-            return self.git(*arguments, index=index)
+            return self.git(*arguments, index=index, private=False)
         finally:
             self.work_tree = saved
 
     def copy_to(self, tree, folder):
         """A new folder holding `tree`'s files (a checkout, as `git worktree add` would make one)."""
         with self.lock:
-            Path(folder).mkdir(mode=0o700)
+            Path(folder).mkdir()  # the user's folder, made as the user's process would
             self._check_out(tree, work_tree=folder)
 
     # -- references and pruning -------------------------------------------------------------
@@ -256,9 +260,12 @@ class ShadowRepo:
         reference file (gitrepository-layout: the object name and a newline), renamed into place: one
         process less per checkpoint than `git update-ref`, which reads and deletes it the same way."""
         folder = self.git_dir / REF_ROOT / session_id
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for made in (folder.parent, folder):  # mkdir's mode is only the last folder's
+            made.mkdir(exist_ok=True, mode=0o700)
         aside = folder / f".{checkpoint_id}.lock"
-        aside.write_text(tree + "\n")
+        descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(tree + "\n")
         os.replace(aside, folder / checkpoint_id)
 
     def has(self, tree):

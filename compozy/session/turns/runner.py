@@ -142,6 +142,7 @@ class Runner:
             self._finish(session, turn, "done", {"stop_reason": "cancelled"})
             return
         if self.services.checkpoints is not None:
+            turn.checkpointed = True
             self.services.checkpoints.turn_started(session, turn)  # the files as they were before the agent acts
         text = turn.message
         if replay_reason:
@@ -280,7 +281,7 @@ class Runner:
         usage = turn_usage(answered_usage, turn.last_usage, turn.cost_before)
         if usage is not None:
             session.log.record_usage(turn.id, usage)
-        if turn.opened and self.services.checkpoints is not None:
+        if turn.checkpointed:
             self.services.checkpoints.turn_ended(session, turn)  # before the terminal event: whoever sees it can diff
         with session.lock:
             session.append_event(kind, content, turn.id)
