@@ -107,6 +107,7 @@ BINDING = ("agent_not_found", "model_unavailable", "provider_auth_failure", "pro
 IDENTITY = ("idempotency_conflict",)
 ENTRY_ERRORS = ("queue_entry_not_found", "queue_entry_not_queued")
 DERIVABLE = ("session_not_derivable", "session_archived", "session_fence_conflict")
+RESTORING = ("checkpoint_not_found", "workspace_busy", "checkpoint_failed")
 
 
 def _flags(*fields):
@@ -147,6 +148,10 @@ OPERATIONS = (
               "for 10 minutes", (Success(201, "LoginAnswer"),), ("invalid_request", "session_not_found",
                                                                   "page_unavailable"),
               body={"session_id": v.identifier("sess")}, cli=Cli("open", ("session_id",))),
+    Operation("POST", "/api/gc", "daemon.gc", "gc",
+              "Apply the checkpoint retention settings (checkpoints.keep_last, checkpoints.keep_for; the checkpoints "
+              "of removed sessions) and prune the objects no checkpoint reaches from the shadow repositories",
+              (Success(200, "GcAnswer"),), ("invalid_request", "checkpoint_failed"), body=v.GC_FIELDS, cli=Cli("gc")),
     Operation("GET", "/api/agents", "agent.list", "list_agents",
               "The configured agents: provider, command (and whether its program is installed and runnable), "
               "default runtime", (Success(200, "AgentList"),), cli=Cli("agent list")),
@@ -291,33 +296,40 @@ OPERATIONS = (
                         "(page.before_sequence) for older ones", ("limit", "before_sequence", "after_sequence"),
                         target="caller")),
     Operation("POST", S + "/rewind", "session.rewind", "rewind",
-              "Archive a user message and every later event; its text comes back as draft_text (same session)",
+              "Archive a user message and every later event; its text comes back as draft_text (same session). "
+              "With files: restore, the workspace's files also go back to the checkpoint taken when that message's "
+              "turn started; dry_run answers what would change and changes nothing",
               (Success(200, "RewindAnswer"),), (*SESSION, *DERIVABLE, *IDENTITY, "message_not_found",
-                                                "session_stop_in_progress", "session_turn_in_progress"),
+                                                "session_stop_in_progress", "session_turn_in_progress", *RESTORING),
               body=v.REWIND_FIELDS,
-              cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", *v.FENCE_NAMES))),
+              cli=_session_cli("session rewind", flags=_flags("message_id", "idempotency_key", "files", "dry_run",
+                                                              *v.FENCE_NAMES))),
     Operation("POST", S + "/clear", "session.clear", "clear_conversation",
               "Archive the whole active transcript and discard a carried context; the next prompt starts a fresh "
               "ACP context (same session)", (Success(200, "ClearAnswer"),),
               (*SESSION, *DERIVABLE, *IDENTITY, "session_stop_in_progress", "session_turn_in_progress"),
               body=v.CLEAR_FIELDS, cli=_session_cli("session clear", flags=_flags("idempotency_key", *v.FENCE_NAMES))),
     Operation("POST", S + "/continue", "session.continue", "continue_session",
-              "Continue with another agent in a new session that carries this conversation; the source is untouched",
-              DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT), body=v.CONTINUE_FIELDS,
+              "Continue with another agent in a new session that carries this conversation; the source is untouched; "
+              "files: copy gives it a new folder next to the source's holding the files of the last checkpoint",
+              DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT, "checkpoint_not_found",
+                               "checkpoint_failed"), body=v.CONTINUE_FIELDS,
               rules=(v.not_both("route", "runtime"), v.FENCES_TOGETHER),
               cli=_session_cli("session continue", flags=(
                   ("agent_name", "--agent"), *_flags("message", "route", "name", "idempotency_key", "workspace",
-                                                     *v.FENCE_NAMES))),
+                                                     "files", *v.FENCE_NAMES))),
               tool=Tool("compozy__session_continue", "Continue a session of your workspace with another agent, in "
                         "a new session that carries its conversation (the source is not changed)",
                         ("agent_name", "message", "idempotency_key"))),
     Operation("POST", S + "/fork", "session.fork", "fork_session",
-              "Fork into a new session of the same agent and runtime, whole or through a user message and its turn",
+              "Fork into a new session of the same agent and runtime, whole or through a user message and its turn; "
+              "files: copy gives it a new folder next to the source's holding the files of that turn's end "
+              "checkpoint (whole: the last checkpoint)",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "message_not_found",
-                               "session_turn_in_progress"),
+                               "session_turn_in_progress", "checkpoint_not_found", "checkpoint_failed"),
               body=v.FORK_FIELDS, rules=(v.FENCES_TOGETHER,),
               cli=_session_cli("session fork", flags=_flags("message_id", "name", "idempotency_key", "workspace",
-                                                            *v.FENCE_NAMES)),
+                                                            "files", *v.FENCE_NAMES)),
               tool=Tool("compozy__session_fork", "Fork a session of your workspace into a new session of the same "
                         "agent, whole or through a user message and its turn", ("message_id", "idempotency_key",
                                                                                   "name"))),
@@ -356,6 +368,21 @@ OPERATIONS = (
               (Success(200, None, summary="the file (Content-Disposition names it)",
                        media=("text/markdown", "text/html", "application/x-ndjson")),), SESSION,
               query=v.EXPORT_QUERY, cli=_session_cli("session export", flags=_flags("format"))),
+    Operation("GET", S + "/checkpoints", "session.checkpoints", "list_checkpoints",
+              "The session's file checkpoints, oldest first: one when each turn started and ended (and before "
+              "each restore), with the files changed since the previous one, or why none was taken",
+              (Success(200, "CheckpointList"),), SESSION, cli=_session_cli("session checkpoints")),
+    Operation("GET", S + "/turns/<turn_id>/diff", "session.turn.diff", "turn_diff",
+              "The unified diff of what a turn changed in the workspace's files (its start checkpoint to its end "
+              "one); against=current: from its start to the folder now; stat: the files without the patch",
+              (Success(200, "TurnDiffAnswer"),), (*SESSION, "turn_not_found", "checkpoint_not_found"),
+              query=v.DIFF_QUERY, cli=_session_cli("session diff", "turn_id", flags=_flags("against", "stat"))),
+    Operation("POST", S + "/checkpoints/<checkpoint_id>/restore", "session.checkpoint.restore", "restore_checkpoint",
+              "Put the workspace's files back to a checkpoint (the conversation is untouched), after a checkpoint "
+              "of the files as they are (the undo point); dry_run answers what would change, and which of those "
+              "files other sessions in the folder changed since", (Success(200, "RestoreAnswer"),),
+              (*SESSION, *RESTORING), body=v.RESTORE_FIELDS,
+              cli=_session_cli("session restore", "checkpoint_id", flags=_flags("dry_run"))),
     Operation("GET", S + "/stream", "session.stream", "stream",
               "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},

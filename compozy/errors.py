@@ -40,6 +40,9 @@ ERRORS = {
     "permission_request_not_found": ErrorKind(404, "no pending permission request with that ID"),
     "route_not_found": ErrorKind(404, "the agent does not declare that 1-based fallback_chain route"),
     "message_not_found": ErrorKind(404, "no durable user message with that ID in the session's active transcript"),
+    "turn_not_found": ErrorKind(404, "no turn with that ID in the session's active transcript"),
+    "checkpoint_not_found": ErrorKind(404, "no usable file checkpoint: no such ID, or the turn has none (checkpoints "
+                                           "were off or failed; details.reason says)"),
     # 405
     "method_not_allowed": ErrorKind(405, "the route exists but not for this HTTP method"),
     # 409
@@ -71,6 +74,8 @@ ERRORS = {
     "permission_option_not_offered": ErrorKind(409, "option_id names none of the options the agent offered"),
     "session_expired": ErrorKind(409, "a governed child's TTL has passed; it does not run again"),
     "session_tree_limit_reached": ErrorKind(409, "the root's tree already holds 20 sessions created below it"),
+    "workspace_busy": ErrorKind(409, "a session working in the same folder has a turn in flight; files are not "
+                                     "restored under it"),
     # 413
     "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
     "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),
@@ -81,6 +86,8 @@ ERRORS = {
     "provider_auth_failure": ErrorKind(422, "the provider requires authentication"),
     "provider_unavailable": ErrorKind(422, "the provider process could not be started or did not speak ACP"),
     "runtime_option_unsupported": ErrorKind(422, "the provider does not accept that runtime option or value"),
+    "checkpoint_failed": ErrorKind(422, "the folder could not be checkpointed or written (no git, too many files, "
+                                        "a timeout; details.reason says), so nothing was restored or copied"),
     "distribution_unavailable": ErrorKind(422, "the registry entry offers no distribution this machine can use"),
     "agent_install_failed": ErrorKind(422, "installing the agent's package or binary failed"),
     # 429

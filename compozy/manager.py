@@ -15,7 +15,7 @@ from compozy.clock import SYSTEM
 from compozy.errors import CompozyError
 from compozy.ids import validate_id
 from compozy.proc import LINUX
-from compozy.session.derive import derivation, observing, rewind, sources
+from compozy.session.derive import derivation, files, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
 from compozy.session.derive.clear import Clearer
 from compozy.session.derive.rewind import Rewinder
@@ -55,7 +55,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls):
+class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls, files.FileOperations):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
@@ -75,7 +75,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
                                      self.services.live_sessions)
         self.rewinder = Rewinder(self.services, self.binder)
         self.clearer = Clearer(self.rewinder)
-        self.deriver = Deriver(self.services, self.engine, self._session)
+        self.deriver = Deriver(self.services, self.engine, self._session, self.workspaces)
         self.observers = observing.observe(self)
         self.indexer, self.keeper = self.observers["search"], self.observers["retention"]
 

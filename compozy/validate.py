@@ -274,12 +274,16 @@ FENCES_TOGETHER = together(*FENCE_NAMES)
 CONTINUE_FIELDS = {"agent_name": text(required=True, max_length=64),
                    "idempotency_key": token(required=True),
                    "runtime": mapping(fields=RUNTIME_FIELDS), "route": integer(minimum=1, maximum=1000),
-                   "name": label(max_length=200), "message": message(), **FENCE_FIELDS}
+                   "name": label(max_length=200), "message": message(), "files": text(choices=("share", "copy")),
+                   **FENCE_FIELDS}
 FORK_FIELDS = {"idempotency_key": token(required=True), "message_id": token(),
-               "name": label(max_length=200), **FENCE_FIELDS}
+               "name": label(max_length=200), "files": text(choices=("share", "copy")), **FENCE_FIELDS}
 REWIND_FIELDS = {"message_id": token(required=True),
                  "idempotency_key": token(required=True),
-                 **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
+                 **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES},
+                 "files": text(choices=("keep", "restore")), "dry_run": boolean()}
+RESTORE_FIELDS = {"dry_run": boolean()}
+GC_FIELDS = {}
 CLEAR_FIELDS = {"idempotency_key": token(required=True),
                 **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
 REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}
@@ -316,6 +320,7 @@ SEARCH_QUERY = {"q": text(required=True, pattern=NOT_EMPTY, max_length=1000, rul
                 "limit": integer(minimum=1, maximum=100), "cursor": text(max_length=20)}
 ARCHIVE_QUERY = {"stop": boolean()}
 PREVIEW_QUERY = {"message_id": token()}
+DIFF_QUERY = {"against": text(choices=("end", "current")), "stat": boolean()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}
 
 # -- path parameters: an ID of the wrong shape is its kind's *_not_found (docs/decisions.md) ----------
@@ -324,5 +329,6 @@ WORKSPACE_REFERENCE = f"{id_pattern('ws')}|{WORKSPACE_NAME_PATTERN}"  # a worksp
 PATH_FIELDS = {"session_id": identifier("sess", required=True), "entry": identifier("queue", required=True),
                "workspace": text(required=True, pattern=WORKSPACE_REFERENCE, rule="must be a workspace name or ID"),
                "agent_name": text(required=True, max_length=64),
+               "turn_id": identifier("turn", required=True), "checkpoint_id": identifier("ckpt", required=True),
                "setting": text(required=True, max_length=200, rule="a setting's dotted name; any other is "
                                                                    "setting_not_editable")}

@@ -129,6 +129,28 @@ class DirectiveSteps:
         content = response.result.get("content") if isinstance(response.result, dict) else None
         self.say(f"read: {content} ")
 
+    # The agent's own process changing files, as a shell command would: no ACP request, nothing the client sees.
+
+    def do_put(self, path: str, text: str) -> None:
+        target = Path(self.absolute(path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text + "\n")
+        self.say(f"put {path} ")
+
+    def do_rm(self, path: str) -> None:
+        Path(self.absolute(path)).unlink()
+        self.say(f"removed {path} ")
+
+    def do_mv(self, source: str, target: str) -> None:
+        os.replace(self.absolute(source), self.absolute(target))
+        self.say(f"moved {source} {target} ")
+
+    def do_blob(self, path: str, kibibytes: str) -> None:
+        target = Path(self.absolute(path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(bytes(range(256)) * (int(kibibytes) * 4))
+        self.say(f"blob {path} ")
+
     def do_garbage(self) -> None:
         for line in garbage_lines(self.session.session_id):
             self.agent.endpoint.send_raw(line + b"\n")

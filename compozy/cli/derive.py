@@ -10,7 +10,9 @@ import click
 
 from compozy.api import OPS
 from compozy.cli.completion import complete_agents, session_argument
+from compozy.cli.files import restore_text
 from compozy.cli.generated import PRESENTATION, Presentation
+from compozy.cli.main import choice
 from compozy.cli.output import context_line, derivation_lines, emit, fence_line, output_option
 from compozy.cli.prompting import runtime_body, runtime_options
 from compozy.cli.session import session
@@ -69,25 +71,33 @@ def fences_for(obj, session_id, given, workspace=None, tolerate_unreadable=False
 @session_argument
 @click.option("--message-id", required=True, help="the user message to go back to before")
 @click.option("--idempotency-key", help="retry an earlier rewind exactly (default: a new key)")
+@click.option("--files", type=choice("session.rewind", "files"), help="restore: also put the workspace's files "
+              "back to the checkpoint taken when that message's turn started (default: keep)")
+@click.option("--dry-run", is_flag=True, default=None, help="show what would be archived and restored; change nothing")
 @fence_options
 @output_option()
 @click.pass_obj
-def rewind(obj, session_id, message_id, idempotency_key, output, **fences):
+def rewind(obj, session_id, message_id, idempotency_key, files, dry_run, output, **fences):
     """Go back to before a user message: it and everything after it are archived, its text is the draft.
 
     \b
-    Files, tool effects and external actions are not undone.
+    Files, tool effects and external actions are not undone, unless --files restore.
     Example:
       compozy session rewind sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --message-id msg_01J9R2N3V0QF
+      compozy session rewind sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --message-id msg_01J9R2N3V0QF --files restore --dry-run
     """
     fences = fences_for(obj, session_id, fences)
     document = obj.call("session.rewind", session_id=session_id, message_id=message_id,
-                        idempotency_key=idempotency_key or new_id("idem"), **fences)
+                        idempotency_key=idempotency_key or new_id("idem"), files=files, dry_run=dry_run, **fences)
     emit(document, output, _rewind_text)
 
 
 def _rewind_text(document):
     result, resource = document["rewind"], document["session"]
+    if result.get("dry_run"):
+        lines = [f"Would rewind {resource['id']} to before {result['target_message_id']}: "
+                 f"{result['archived_event_count']} events archived"]
+        return "\n".join(lines + ([restore_text(result["files"])] if result.get("files") else []))
     lines = [f"Rewound {resource['id']} to before {result['target_message_id']} (turn {result['target_turn_id']})",
              f"  Archived      {result['archived_event_count']} events (sequences {result['archived_from_sequence']}"
              f"-{result['archived_through_sequence']})",
@@ -95,6 +105,8 @@ def _rewind_text(document):
              f"  Replayed      {'yes' if result['replayed'] else 'no'}",
              f"  Key           {result['idempotency_key']}",
              result["note"], "", "Draft:", result["draft_text"]]
+    if result.get("files"):
+        lines[4:4] = [restore_text(result["files"])]
     return "\n".join(lines)
 
 
@@ -151,10 +163,12 @@ def new_session_options(command):
 @click.option("--message", help="the new session's first prompt (default: the context waits for your first prompt)")
 @click.option("--route", type=click.IntRange(1), help="1-based route of the agent's fallback_chain (an account); "
               "not with runtime flags")
+@click.option("--files", type=choice("session.continue", "files"), help="copy: the new session works in a new "
+              "folder next to the source's, holding the files of its last checkpoint (default: share the folder)")
 @runtime_options
 @new_session_options
 @click.pass_obj
-def continue_(obj, session_id, agent_name, message, route, name, idempotency_key, workspace, output, **rest):
+def continue_(obj, session_id, agent_name, message, route, files, name, idempotency_key, workspace, output, **rest):
     """Continue a session with another agent in a new session; the source is not changed.
 
     \b
@@ -166,15 +180,17 @@ def continue_(obj, session_id, agent_name, message, route, name, idempotency_key
     if runtime and route:
         raise click.UsageError("--route cannot be combined with runtime flags")
     derive(obj, "session.continue", session_id, workspace, idempotency_key, fences, output,
-           agent_name=agent_name, message=message, route=route, runtime=runtime, name=name)
+           agent_name=agent_name, message=message, route=route, runtime=runtime, name=name, files=files)
 
 
 @session.command("fork")
 @session_argument
 @click.option("--message-id", help="fork through this user message and its turn (default: the whole conversation)")
+@click.option("--files", type=choice("session.fork", "files"), help="copy: the new session works in a new folder "
+              "next to the source's, holding the files as that turn left them (default: share the folder)")
 @new_session_options
 @click.pass_obj
-def fork(obj, session_id, message_id, name, idempotency_key, workspace, output, **fences):
+def fork(obj, session_id, message_id, files, name, idempotency_key, workspace, output, **fences):
     """Fork a session to try another direction with the same agent and runtime; the source is not changed.
 
     \b
@@ -182,7 +198,7 @@ def fork(obj, session_id, message_id, name, idempotency_key, workspace, output, 
       compozy session fork sess_01J9R2K7M4T1 --message-id msg_01J9R2N3V0QF
     """
     derive(obj, "session.fork", session_id, workspace, idempotency_key, fences, output, message_id=message_id,
-           name=name)
+           name=name, files=files)
 
 
 def derive(obj, operation, session_id, workspace, key, fences, output, **fields):

@@ -135,8 +135,8 @@ def add_profile_option(group):
 def commands():
     """The whole command tree: the hand-written commands, then one generated for every other operation of
     the table (compozy/cli/generated.py)."""
-    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting, finding,  # noqa: F401
-                             history, lifecycle, mcp, page, prompting, session, storage, workspace)
+    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting, files,  # noqa: F401
+                             finding, history, lifecycle, mcp, page, prompting, session, storage, workspace)
     from compozy.cli.generated import generate
     generate(cli)
     return cli

@@ -50,6 +50,23 @@ def wrapped(key, name):
     return obj([key], **{key: ref(name)})
 
 
+# -- file checkpoints --------------------------------------------------------------------------
+
+CHANGED_FILE = obj(["path", "status"], path=STRING, status=enum(("added", "deleted", "modified", "renamed")),
+                   added=INTEGER, deleted=INTEGER, binary=BOOLEAN, **{"from": STRING})
+CHECKPOINT = obj(["checkpoint_id", "kind", "status", "turn_id", "sequence", "created_at"],
+                 checkpoint_id=nullable(STRING), kind=enum(("start", "end", "restore")),
+                 status=enum(("taken", "failed")), turn_id=nullable(STRING), sequence=INTEGER, created_at=TIMESTAMP,
+                 tree=STRING, files_changed=INTEGER, files=array(CHANGED_FILE), files_truncated=BOOLEAN,
+                 bytes=INTEGER, skipped=array(obj(["path", "reason"], path=STRING, bytes=nullable(INTEGER),
+                                                  reason=STRING)),
+                 skipped_count=INTEGER, duration_ms=NUMBER, reason=STRING, message=STRING)
+RESTORE = obj(["checkpoint_id", "dry_run", "files", "files_changed"], checkpoint_id=STRING, dry_run=BOOLEAN,
+              files=array(CHANGED_FILE), files_changed=INTEGER, undo_checkpoint_id=STRING, patch=STRING,
+              truncated=BOOLEAN, other_sessions=array(obj(["session_id", "files"], session_id=STRING,
+                                                          files=array(STRING))))
+
+
 # -- request specs -----------------------------------------------------------------------------
 
 def field_schema(field):
@@ -257,6 +274,18 @@ SCHEMAS = {
         archived=BOOLEAN, rewound=BOOLEAN)),
         page=obj(["limit", "has_more", "next_cursor", "order"], limit=INTEGER, has_more=BOOLEAN,
                  next_cursor=nullable(STRING), order=enum(("best", "newest"))))),
+    "Checkpoint": CHECKPOINT,
+    "CheckpointList": obj(["checkpoints"], checkpoints=array(ref("Checkpoint"))),
+    "TurnDiffAnswer": obj(["diff"], diff=obj(
+        ["turn_id", "against", "from", "to", "files", "files_changed"], turn_id=STRING,
+        against=enum(("end", "current")), files=array(CHANGED_FILE), files_changed=INTEGER, patch=STRING,
+        truncated=BOOLEAN, **{"from": obj(["checkpoint_id", "tree"], checkpoint_id=nullable(STRING), tree=STRING),
+                              "to": obj(["checkpoint_id", "tree", "current"], checkpoint_id=nullable(STRING),
+                                        tree=STRING, current=BOOLEAN)})),
+    "RestoreAnswer": obj(["restore"], restore=RESTORE),
+    "GcAnswer": obj(["gc"], gc=obj(["repositories", "checkpoints_dropped", "checkpoints_kept", "bytes_before",
+                                    "bytes_after"], repositories=INTEGER, checkpoints_dropped=INTEGER,
+                                   checkpoints_kept=INTEGER, bytes_before=INTEGER, bytes_after=INTEGER)),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(
         ["draft_text", "target_message_id", "target_turn_id", "archived_from_sequence", "archived_through_sequence",
@@ -264,7 +293,7 @@ SCHEMAS = {
          "replayed"], draft_text=STRING, target_message_id=STRING, target_turn_id=STRING,
         archived_from_sequence=INTEGER, archived_through_sequence=INTEGER, archived_event_count=INTEGER,
         transcript_epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER, idempotency_key=STRING, note=STRING,
-        replayed=BOOLEAN)),
+        replayed=BOOLEAN, dry_run=BOOLEAN, files=nullable(RESTORE))),
     "ClearAnswer": obj(["session", "clear"], session=ref("Session"), clear=obj(
         ["archived_from_sequence", "archived_through_sequence", "archived_event_count", "carried_context_discarded",
          "transcript_epoch", "generation", "max_sequence", "idempotency_key", "note", "replayed"],

@@ -28,7 +28,7 @@ export function originText(d) {
 function ask(dialog) {
   return new Promise((resolve) => {
     const answer = (e) => {
-      if (!e.target.value) return;
+      if (e.target.tagName !== "BUTTON" || !e.target.value) return;
       dialog.removeEventListener("click", answer);
       dialog.close();
       resolve(e.target.value);
@@ -69,16 +69,38 @@ export class Derive {
     if (box.value.trim()) {
       return this.view.alert(new Error("Empty the composer first: rewind puts the message's text back in it."));
     }
+    const files = $("rewind-files");
+    files.checked = false;
+    replace($("rewind-files-list"));
+    files.onchange = () => files.checked ? this.rewindPlan(messageId) : replace($("rewind-files-list"));
     if (await ask($("confirm-rewind")) !== "rewind") return;
     try {
       const { preview } = await call("session.derive.preview", this.scope);
-      const { rewind } = await call("session.rewind", this.scope,
-        { message_id: messageId, idempotency_key: newKey(), ...fenced(preview.fences) });
+      const { rewind } = await call("session.rewind", this.scope, { message_id: messageId, idempotency_key: newKey(),
+        ...(files.checked ? { files: "restore" } : {}), ...fenced(preview.fences) });
       this.view.reloadTranscript();
       box.value = rewind.draft_text;
       box.focus();
     } catch (error) {
       this.view.alert(error);
+    }
+  }
+
+  // "Also restore files": the rewind's dry run lists what the restore would change.
+  async rewindPlan(messageId) {
+    const list = $("rewind-files-list");
+    replace(list, el("li", { class: "muted" }, "Reading the checkpoint…"));
+    try {
+      const { preview } = await call("session.derive.preview", this.scope);
+      const { rewind } = await call("session.rewind", this.scope, { message_id: messageId, idempotency_key: newKey(),
+        files: "restore", dry_run: true, ...fenced(preview.fences) });
+      const plan = rewind.files;
+      replace(list, plan.files.length ? plan.files.map((file) => el("li", {}, `${file.status} ${file.path}`))
+        : el("li", { class: "muted" }, "No file would change."),
+      (plan.other_sessions || []).map((other) => el("li", { class: "bad" },
+        `Changed since by session ${other.session_id}: ${other.files.join(", ")}`)));
+    } catch (error) {
+      replace(list, el("li", { class: "bad" }, error.message));
     }
   }
 

@@ -68,7 +68,8 @@ export class SessionView {
     replace($("transcript"));
     const transcript = this.transcript = new Transcript($("transcript"), {
       approve: (request_id, option_id) => this.act("session.approve", {}, { request_id, option_id }),
-      messageActions: (event) => this.derive.messageActions(event) });
+      messageActions: (event) => this.derive.messageActions(event),
+      diff: (turnId) => call("session.turn.diff", { ...this.scope, turn_id: turnId }) });
     const derivation = this.session.derivation;
     if (derivation?.seed === "native_fork" && derivation.carried_context !== "discarded") {
       try {

@@ -10,9 +10,10 @@ import { stoppedText, systemText, turnEndText, words } from "./words.js";
 const QUIET_TYPES = new Set(["runtime_progress", "usage"]);
 
 export class Transcript {
-  constructor(container, { approve, messageActions }) {
+  constructor(container, { approve, messageActions, diff }) {
     this.container = container;
     this.approve = approve;
+    this.diff = diff; // turn ID -> the turn's diff document (GET S/turns/<turn_id>/diff)
     this.messageActions = messageActions; // event -> the buttons of a user message's header
     this.last = null; // {kind, key, body, text, first, meta} of the block that chunks may extend
     this.tools = new Map();
@@ -205,6 +206,24 @@ const HANDLERS = {
     this.permissions.set(content.request_id, this.block(node));
   },
 
+  // A turn's end checkpoint: "Files changed (N)", its diff loaded when opened.
+  checkpoint(event, content) {
+    if (content.status !== "taken") {
+      if (content.kind !== "start") this.marker(event, `Files not checkpointed: ${content.message || content.reason}`, "warn");
+      return;
+    }
+    if (content.kind !== "end" || !content.files_changed) return;
+    const body = el("div", { class: "diff" });
+    const node = el("details", { class: "files-changed", "data-turn-id": event.turn_id },
+      el("summary", {}, `Files changed (${content.files_changed})`), body);
+    node.addEventListener("toggle", () => node.open && !body.childElementCount && this.showDiff(event.turn_id, body),
+      { once: false });
+    this.block(node);
+  },
+  files_restored(event, content) {
+    this.marker(event, `Files restored to checkpoint ${content.checkpoint_id} (${content.files_changed} changed; `
+      + `undo: ${content.undo_checkpoint_id})`);
+  },
   "transcript_marker.created"(event, content) {
     const marker = content.marker || {};
     const special = MARKERS[marker.kind];
@@ -242,6 +261,23 @@ const HANDLERS = {
     this.marker(event, `${content.provider} could not start${content.code ? ` (${words(content.code)})` : ""}; `
       + "trying the agent's next route", "warn");
   },
+};
+
+Transcript.prototype.showDiff = async function (turnId, body) {
+  replace(body, el("p", { class: "muted" }, "Loading…"));
+  try {
+    const { diff } = await this.diff(turnId);
+    replace(body, el("ul", { class: "diff-files" }, diff.files.map((file) => el("li", {},
+      el("span", { class: `badge ${file.status}` }, file.status), " ",
+      file.from ? `${file.from} → ${file.path}` : file.path, " ",
+      el("span", { class: "muted" }, file.binary ? "binary" : `+${file.added} −${file.deleted}`)))),
+    el("pre", { class: "patch" }, (diff.patch || "").split("\n").map((line) => el("span", {
+      class: line.startsWith("+") && !line.startsWith("+++") ? "add"
+        : line.startsWith("-") && !line.startsWith("---") ? "del" : line.startsWith("@@") ? "hunk" : "",
+    }, line + "\n"))), diff.truncated && el("p", { class: "muted" }, "The diff is cut at 1 MiB."));
+  } catch (error) {
+    replace(body, el("p", { class: "bad" }, error.message));
+  }
 };
 
 function setStatus(node, status) {

@@ -4,7 +4,7 @@ Layers (shared/reference/style.md section 6.3, as fixed for this project):
   0 errors, states, ids, clock, location, text, launch_aliases (and the package root, which holds only __version__)
   1 config, paths, validate, redact, parsing (which builds on validate: requests parsed with its specs)
   2 store.*, acp.protocol, acp.translate, serialize, api (the operation table), proc and boundary (the
-    operating-system seams, stdlib only), registry.* (the ACP registry: its catalog, installs, config.toml edits)
+    operating-system seams, stdlib only), checkpoints.* (the shadow git repository, stdlib only), registry.* (the ACP registry: its catalog, installs, config.toml edits)
   3 acp.* (the ACP seam: the agent process, the client, options, the agent's requests)
   4 session.*
   5 manager
@@ -38,13 +38,14 @@ LAYER_OF = {
     "compozy.location": 0, "compozy.text": 0, "compozy.launch_aliases": 0, "compozy.config_problems": 0,
     "compozy.config": 1, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1, "compozy.parsing": 1,
     "compozy.store": 2, "compozy.acp.protocol": 2, "compozy.acp.translate": 2, "compozy.serialize": 2,
-    "compozy.api": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.registry": 2, "compozy.acp": 3,
+    "compozy.api": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.registry": 2,
+    "compozy.checkpoints": 2, "compozy.acp": 3,
     "compozy.session": 4,
     "compozy.manager": 5,
     "compozy.http": 6, "compozy.daemon": 6, "compozy.cli": 6, "compozy.mcp": 6, "compozy.__main__": 6,
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
-SIBLING_PACKAGES = ("compozy.store", "compozy.registry", "compozy.acp", "compozy.session", "compozy.http", "compozy.daemon",
+SIBLING_PACKAGES = ("compozy.store", "compozy.registry", "compozy.checkpoints", "compozy.acp", "compozy.session", "compozy.http", "compozy.daemon",
                     "compozy.mcp")
 SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compozy.session.turns",
                  "compozy.session.derive")

@@ -18,6 +18,7 @@ from compozy.serialize import Answer
 from compozy.ids import new_id, validate_client_token
 from compozy.session.derive import native
 from compozy.session.derive.children import admitted, child_record
+from compozy.session.derive.copies import copy_source
 from compozy.session.derive.rewind import derivable
 from compozy.session.derive.sources import snapshot
 from compozy.session.records.feed import catalog_changed
@@ -48,6 +49,7 @@ class Request:
     route: int | None = None
     message_id: str | None = None  # a fork through this user message and its turn
     first_message_id: str | None = None
+    files: str | None = None  # "copy": the new session works in a copy of the checkpointed files
 
 
 @dataclass(frozen=True)
@@ -74,12 +76,17 @@ def continue_request(source_id, workspace_id, body):
                       field="route")
     message = check_message(body["message"]) if "message" in body else None
     return _request("continue", source_id, workspace_id, body, agent_name=body["agent_name"], name=_name(body),
-                    message=message, runtime=runtime, route=body.get("route"))
+                    message=message, runtime=runtime, route=body.get("route"), **_copy(body))
 
 
 def fork_request(source_id, workspace_id, body):
     message_id = validate_client_token(body["message_id"], "message_id") if "message_id" in body else None
-    return _request("fork", source_id, workspace_id, body, name=_name(body), message_id=message_id)
+    return _request("fork", source_id, workspace_id, body, name=_name(body), message_id=message_id, **_copy(body))
+
+
+def _copy(body):
+    """files: copy, in the request (and its fingerprint) only when asked: older keys keep their fingerprints."""
+    return {"files": "copy"} if body.get("files") == "copy" else {}
 
 
 def _name(body):
@@ -97,9 +104,10 @@ def _request(kind, source_id, workspace_id, body, **fields):
 
 
 class Deriver:
-    def __init__(self, services, engine, sessions):
-        """sessions(session_id, workspace_id) is the LiveSession of a session (session_not_found otherwise)."""
-        self.services, self.engine, self.sessions = services, engine, sessions
+    def __init__(self, services, engine, sessions, workspaces):
+        """sessions(session_id, workspace_id) is the LiveSession of a session (session_not_found otherwise);
+        workspaces registers a fork's copied folder."""
+        self.services, self.engine, self.sessions, self.workspaces = services, engine, sessions, workspaces
         self._stripes = [threading.Lock() for _ in range(KEY_STRIPES)]
 
     @property
@@ -119,7 +127,7 @@ class Deriver:
             raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different continue or "
                                "fork", idempotency_key=request.key)
         try:
-            child = self.sessions(existing["child_session_id"], request.workspace_id)
+            child = self.sessions(existing["child_session_id"], _child_workspace(existing, request))
         except CompozyError:
             return Outcome(None, existing["result"], replayed=True, child_deleted=True)
         return Outcome(child.record, child.record.derivation, replayed=True)
@@ -143,7 +151,8 @@ class Deriver:
         if cut is not None and not cut.settled:
             raise CompozyError("session_turn_in_progress", f"turn {cut.turn_id} of {cut.message_id} has not settled; "
                                "wait for it or fork from an earlier message", current_turn_id=cut.turn_id)
-        child = self._new_session(request, source, found, agent)
+        copied = copy_source(source, cut.turn_id if cut is not None else None) if request.files == "copy" else None
+        child = self._new_session(request, source, found, agent, copied)
         return Outcome(child, child.derivation, replayed=False)
 
     def _check_source(self, record):
@@ -151,21 +160,26 @@ class Deriver:
         if record.archived:
             raise CompozyError("session_archived", "unarchive the session before continuing or forking it")
 
-    def _new_session(self, request, session, found, agent):
+    def _new_session(self, request, session, found, agent, copied=None):
         source, child_id = session.record, new_id("sess")
         self.derived.add_derivation(workspace_id=request.workspace_id, idempotency_key=request.key,
                                     fingerprint=request.fingerprint, kind=request.kind, source_session_id=source.id,
                                     child_session_id=child_id, state=DerivationState.CREATING.value, result=None)
         store = self.services.store
         try:
-            clone = native.clone(session, self.services) if found.native_fork_possible and request.kind == "fork" \
-                else None
+            native_fork = found.native_fork_possible and request.kind == "fork" and copied is None
+            clone = native.clone(session, self.services) if native_fork else None
             runtime, route, warning = _runtime(request, source, agent)
             child = child_record(child_id, request, source, found, agent.name, runtime, clone)
             child.derivation.update({"route": route} if route else {}, **({"route_warning": warning} if warning else {}))
+            if copied is not None:
+                child.workspace_id, child.cwd = copied.check_out(self.services, session, child_id, self.workspaces)
+                child.derivation = {**child.derivation, "files": copied.described}
             store.create(child, carried=found.carry.context(request.kind, source).to_dict())
         except BaseException:
             store.discard_directory(child_id)
+            if copied is not None:
+                copied.discard()
             move(self.derived, request.workspace_id, request.key, DerivationState.WITHDRAWN)
             raise
         move(self.derived, request.workspace_id, request.key, DerivationState.CREATED, result=child.derivation)
@@ -183,7 +197,7 @@ class Deriver:
         derivation = outcome.record.derivation
         if request.message is None or derivation["first_prompt"] != FirstPrompt.STAGED:
             return Outcome(outcome.record, derivation, outcome.replayed)
-        child = self.sessions(outcome.record.id, request.workspace_id)
+        child = self.sessions(outcome.record.id, outcome.record.workspace_id)
         identity = derivation["first_message_id"]
         try:
             self.engine.prompt(child, {"message": request.message, "message_id": identity,
@@ -196,6 +210,11 @@ class Deriver:
                 child.save(derivation=admitted(child.record.derivation))
                 self.derived.update_derivation(request.workspace_id, request.key, result=child.record.derivation)
         return Outcome(child.record, child.record.derivation, outcome.replayed)
+
+
+def _child_workspace(existing, request):
+    """A fork with copied files lives in the copy's own workspace."""
+    return ((existing["result"] or {}).get("files") or {}).get("workspace_id", request.workspace_id)
 
 
 def _runtime(request, source, agent):

@@ -1,5 +1,5 @@
 """What listens to the daemon's sessions besides their viewers: hooks, reply wakes, governed children,
-auto titles. Each is an observer (compozy.session.records.observers) built here, once, for a manager.
+auto titles, file checkpoints. Each is an observer (compozy.session.records.observers) built here, once, for a manager.
 
 Layer 4, in derive: the highest session sub-package, so it may wire concerns from every lower one.
 """
@@ -8,6 +8,7 @@ from compozy.session.lifecycle.children import Children
 from compozy.session.records.indexer import Indexer
 from compozy.session.lifecycle.hooks import Hooks
 from compozy.session.lifecycle.retention import Keeper
+from compozy.session.turns.checkpoints import Checkpointer
 from compozy.session.turns.messaging import Messaging
 from compozy.session.turns.titles import Titles
 
@@ -16,6 +17,7 @@ def observe(manager):
     """Register the observers of a SessionManager's sessions; answers them by name."""
     observers = manager.services.observers
     services = manager.services
+    services.checkpoints = observers.add(Checkpointer(services))  # the runner's, at every turn's start and end
     messaging = observers.add(Messaging(services, manager.engine, manager._session))
     services.work_signals.append(messaging.signals)
     services.waits.append(messaging.waits)

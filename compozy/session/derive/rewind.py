@@ -6,13 +6,16 @@ ACP context is dropped so the next prompt starts a fresh one from the retained p
 bounded replay, and the message's text comes back as draft_text. The session keeps its ID. A
 receipt keyed by the idempotency key is written before anything is cut and completed after, so
 an identical retry answers the original result and boot finishes a rewind an unclean exit
-interrupted. Files, tool effects and external actions are not undone, and the answer says so.
+interrupted. Files, tool effects and external actions are not undone, and the answer says so, unless
+the request asks for `files: restore`: then, in the same operation, the workspace's files go back to
+the checkpoint taken when the message's turn started (session.derive.files), before the cut.
 """
 
 import logging
 
 from compozy.errors import CompozyError
 from compozy.ids import validate_client_token
+from compozy.session.derive.files import Files, sessions_in_folder, start_of
 from compozy.session.records.transcript import check_fences, expected_fences, fences_of
 from compozy.session.turns.messages import fingerprint
 from compozy.states import REWIND, LineageKind, RewindState, SessionState, SessionType
@@ -21,6 +24,8 @@ log = logging.getLogger("compozy.rewind")
 
 SIDE_EFFECTS = ("Rewind changes the conversation only: file changes, tool effects, network actions and "
                 "external provider actions are not undone.")
+RESTORED = ("The workspace's files were restored to the checkpoint taken when that turn started (undo with "
+            "files.undo_checkpoint_id); tool effects, network actions and external provider actions are not undone.")
 
 
 def derivable(record, done="rewound, continued or forked"):
@@ -33,6 +38,7 @@ def derivable(record, done="rewound, continued or forked"):
 class Rewinder:
     def __init__(self, services, binder):
         self.services, self.binder = services, binder
+        self.files = Files(services, sessions_in_folder(services.catalog, services.store))
 
     @property
     def receipts(self):
@@ -43,15 +49,28 @@ class Rewinder:
         message_id = validate_client_token(body["message_id"], "message_id")
         key = validate_client_token(body["idempotency_key"], "idempotency_key")
         expected = expected_fences(body, required=True)
-        print_ = fingerprint("rewind", message_id=message_id)
+        restore, dry_run = body.get("files") == "restore", bool(body.get("dry_run"))
+        print_ = fingerprint("rewind", message_id=message_id, **({"files": "restore"} if restore else {}))
         with session.lock:
-            replay = self.replayed(session, key, print_)
+            replay = None if dry_run else self.replayed(session, key, print_)
             if replay is not None:
                 return replay
             derivable(session.record)
             self.check_idle(session)
             check_fences(expected, fences_of(session.record, session.log.max_active_sequence()))
-            return self._cut(session, key, print_, self._target(session, message_id))
+            target = self._target(session, message_id)
+            checkpoint = self.files.present(session, start_of(session, target["turn_id"])) if restore else None
+            if checkpoint is not None and not dry_run:
+                self.files.check_not_busy(session)
+            result = self._result(session, key, target)
+            if dry_run:
+                plan = self.files.plan(session, checkpoint) if checkpoint is not None else None
+                return {**result, "dry_run": True, "replayed": False, "files": plan}
+            if checkpoint is not None:  # before the cut, whose range is fixed: the restore's events stay active
+                result["files"] = self.files.apply(session, checkpoint)
+                result["max_sequence"] = session.log.max_active_sequence()
+                result["note"] = RESTORED
+            return self._cut(session, key, print_, result)
 
     def replayed(self, session, key, print_):
         """The recorded result of this key (a rewind's or a clear's), or None; another request is a conflict."""
@@ -86,16 +105,21 @@ class Rewinder:
                                "message that started that turn", message_id=message_id)
         return event
 
-    def _cut(self, session, key, print_, target):
+    @staticmethod
+    def _result(session, key, target):
+        """What the cut will do (nothing is changed yet)."""
         log_ = session.log
         first, last = target["sequence"], log_.max_active_sequence()
         fences = session.record.fences or {}
-        result = {"target_message_id": target["content"]["message_id"], "target_turn_id": target["turn_id"],
-                  "draft_text": target["content"].get("text", ""), "archived_from_sequence": first,
-                  "archived_through_sequence": last, "archived_event_count": log_.count_active(first, last),
-                  "transcript_epoch": fences.get("epoch", 0) + 1, "generation": fences.get("generation", 0) + 1,
-                  "max_sequence": log_.max_active_sequence(before=first), "idempotency_key": key,
-                  "note": SIDE_EFFECTS}
+        return {"target_message_id": target["content"]["message_id"], "target_turn_id": target["turn_id"],
+                "draft_text": target["content"].get("text", ""), "archived_from_sequence": first,
+                "archived_through_sequence": last, "archived_event_count": log_.count_active(first, last),
+                "transcript_epoch": fences.get("epoch", 0) + 1, "generation": fences.get("generation", 0) + 1,
+                "max_sequence": log_.max_active_sequence(before=first), "idempotency_key": key,
+                "note": SIDE_EFFECTS}
+
+    def _cut(self, session, key, print_, result):
+        first, last = result["archived_from_sequence"], result["archived_through_sequence"]
         self.commit(session, key, print_, result)
         log.info("session %s rewound to before %s: %d events archived (%d-%d)", session.id,
                  result["target_message_id"], result["archived_event_count"], first, last)

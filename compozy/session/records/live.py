@@ -47,6 +47,7 @@ class Services:
     processes: object
     live_sessions: object = None
     identities: object = None
+    checkpoints: object = None  # session.turns.checkpoints.Checkpointer: file checkpoints at turn boundaries
     observers: Observers = field(default_factory=Observers)
     work_signals: list = field(default_factory=list)  # callables: session -> more supervision.work_signals
     waits: list = field(default_factory=list)  # callables: session -> more of what it waits on (records.waiting)

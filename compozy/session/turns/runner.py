@@ -141,6 +141,9 @@ class Runner:
         if turn.cancel_reason or session.stop_operation:
             self._finish(session, turn, "done", {"stop_reason": "cancelled"})
             return
+        if self.services.checkpoints is not None:
+            turn.checkpointed = True
+            self.services.checkpoints.turn_started(session, turn)  # the files as they were before the agent acts
         text = turn.message
         if replay_reason:
             prior = [e for e in session.log.read_all() if e["turn_id"] != turn.id]
@@ -278,6 +281,8 @@ class Runner:
         usage = turn_usage(answered_usage, turn.last_usage, turn.cost_before)
         if usage is not None:
             session.log.record_usage(turn.id, usage)
+        if turn.checkpointed:
+            self.services.checkpoints.turn_ended(session, turn)  # before the terminal event: whoever sees it can diff
         with session.lock:
             session.append_event(kind, content, turn.id)
             self._advance(session, turn)

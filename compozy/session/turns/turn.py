@@ -37,6 +37,7 @@ class Turn:
         self.tool_calls = 0  # native tool calls of this session the daemon is serving
         self.open_tools = {}  # tool_call_id -> when it was last heard of (monotonic)
         self.opened = False  # its user_message is stored: it ends with exactly one done or error
+        self.checkpointed = False  # its start checkpoint was taken (or tried): it ends with an end checkpoint
         self.finished = False
         self.started_at = self.last_progress = self.last_progress_event = clock.monotonic()
         self.began_at = iso_from_epoch(clock.wall())  # started_at as reads write it (activity.waiting.since)

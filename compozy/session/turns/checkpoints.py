@@ -1,0 +1,199 @@
+"""File checkpoints at every turn boundary: the workspace's state when a turn starts and when it ends.
+
+Layer 4. A checkpoint runs on its workspace's own worker thread (one at a time per workspace: the
+sessions of a workspace share its shadow repository), never on the agent's output path. The runner
+waits for a turn's start checkpoint, bounded by checkpoints.timeout, before it sends the prompt (so
+the checkpoint is the state before the agent acted); an end checkpoint is queued when the turn's
+terminal event is committed and nobody waits for it. Whatever happens, the outcome is a `checkpoint`
+event: a tree, or why there is none (no git, a workspace too large, a timeout). A checkpoint never
+fails a turn. It is also an observer: a removed session's references go, and once the daemon closes
+its workers end as soon as their queues are empty.
+"""
+
+import logging
+import queue
+import threading
+import time
+
+from compozy.checkpoints.retention import to_drop
+from compozy.checkpoints.shadow import LISTED_CHANGES, ShadowError, ShadowRepo
+from compozy.ids import new_id
+
+log = logging.getLogger("compozy.checkpoints")
+
+IDLE_WORKER_SECONDS = 30.0
+DRAINING_SECONDS = 0.2
+LISTED_SKIPS = 20
+
+
+class Job:
+    def __init__(self, session, kind, turn_id):
+        self.session, self.kind, self.turn_id = session, kind, turn_id
+        self.done = threading.Event()
+        self.event = None  # the committed checkpoint event's content
+
+
+class Checkpointer:
+    def __init__(self, services):
+        self.services = services
+        self._lock = threading.Lock()
+        self._repos = {}      # (workspace_id, folder) -> ShadowRepo
+        self._workers = {}    # workspace_id -> (queue, thread)
+        self._last = {}       # session id -> the tree of its last checkpoint
+        self._closing = False
+
+    @property
+    def enabled(self):
+        return bool(self.services.config["checkpoints.enabled"])
+
+    def folder(self, workspace_id):
+        return self.services.home.root / "checkpoints" / workspace_id
+
+    def repo(self, record):
+        key = (record.workspace_id, record.cwd)
+        with self._lock:
+            if key not in self._repos:
+                self._repos[key] = ShadowRepo(self.folder(record.workspace_id), record.cwd,
+                                              self.services.config["checkpoints.timeout"])
+            return self._repos[key]
+
+    # -- the runner's hooks -------------------------------------------------------------------
+
+    def turn_started(self, session, turn):
+        """The start checkpoint; waits for it at most checkpoints.timeout (the turn goes on regardless)."""
+        self._bounded(session, "start", turn.id)
+
+    def turn_ended(self, session, turn):
+        """The end checkpoint, taken before the turn's terminal event is committed (bounded the same way)."""
+        self._bounded(session, "end", turn.id)
+
+    def _bounded(self, session, kind, turn_id):
+        if self.enabled:
+            self.submit(session, kind, turn_id).done.wait(self.services.config["checkpoints.timeout"] + 1.0)
+
+    def take(self, session, kind, turn_id=None):
+        """A checkpoint taken now, waited for (a restore's undo point); its event's content."""
+        job = self.submit(session, kind, turn_id)
+        job.done.wait()
+        return job.event
+
+    def settle(self, workspace_id, within=None):
+        """Wait until the workspace's queued checkpoints are taken (a diff asked right after `done`)."""
+        worker = self._workers.get(workspace_id)
+        if worker is not None:
+            marker = Job(None, None, None)
+            worker[0].put(marker)
+            marker.done.wait(within or self.services.config["checkpoints.timeout"] + 1.0)
+
+    # -- the workers ----------------------------------------------------------------------------
+
+    def submit(self, session, kind, turn_id):
+        job = Job(session, kind, turn_id)
+        workspace_id = session.record.workspace_id
+        with self._lock:
+            worker = self._workers.get(workspace_id)
+            if worker is None:
+                jobs = queue.Queue()
+                thread = threading.Thread(target=self._serve, args=(workspace_id, jobs), daemon=True,
+                                          name=f"checkpoints-{workspace_id}")
+                worker = self._workers[workspace_id] = (jobs, thread)
+                thread.start()
+            worker[0].put(job)
+        return job
+
+    def _serve(self, workspace_id, jobs):
+        while True:
+            try:  # once the daemon closes, a worker ends as soon as it has nothing left to do
+                job = jobs.get(timeout=DRAINING_SECONDS if self._closing else IDLE_WORKER_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if jobs.empty():
+                        self._workers.pop(workspace_id, None)
+                        return
+                continue
+            if job is None:
+                return
+            try:
+                if job.session is not None:
+                    job.event = self._record(job.session, job.kind, job.turn_id)
+            except Exception:  # noqa: BLE001 (a checkpoint never breaks anything else)
+                log.exception("checkpoint of session %s failed", job.session.id)
+            finally:
+                job.done.set()
+
+    def _record(self, session, kind, turn_id):
+        content = self.capture(session, kind)
+        session.append_event("checkpoint", content, turn_id)
+        return content
+
+    def capture(self, session, kind):
+        """Take the checkpoint and describe it (without recording it)."""
+        config, record, started = self.services.config, session.record, time.monotonic()
+        try:
+            repo = self.repo(record)
+            snapshot = repo.snapshot(self.last_tree(session), config["checkpoints.max_file_bytes"],
+                                     config["checkpoints.max_files"])
+            checkpoint_id = new_id("ckpt")
+            repo.keep(session.id, checkpoint_id, snapshot.tree)
+        except (ShadowError, OSError) as error:
+            error = error if isinstance(error, ShadowError) else ShadowError("git_failed", str(error))
+            log.warning("session %s: no %s checkpoint: %s", session.id, kind, error.message)
+            return {"checkpoint_id": None, "kind": kind, "status": "failed", "reason": error.reason,
+                    "message": error.message}
+        self._last[session.id] = snapshot.tree
+        return {"checkpoint_id": checkpoint_id, "kind": kind, "status": "taken", "tree": snapshot.tree,
+                "files_changed": snapshot.changed, "files": snapshot.changes,
+                "files_truncated": snapshot.changed > LISTED_CHANGES, "bytes": snapshot.bytes,
+                "skipped": snapshot.skipped[:LISTED_SKIPS], "skipped_count": len(snapshot.skipped),
+                "duration_ms": round((time.monotonic() - started) * 1000, 1)}
+
+    def last_tree(self, session):
+        tree = self._last.get(session.id)
+        if tree is None:
+            taken = [e for e in session.log.read_all(types=["checkpoint"]) if e["content"].get("tree")]
+            tree = taken[-1]["content"]["tree"] if taken else None
+        return tree
+
+    # -- retention ------------------------------------------------------------------------------
+
+    def gc(self, sessions):
+        """Drop the references retention lets go (and those of sessions that are gone), then prune what no
+        reference reaches, in every workspace's repository; what was done."""
+        config, root = self.services.config, self.services.home.root / "checkpoints"
+        report = {"repositories": 0, "checkpoints_dropped": 0, "checkpoints_kept": 0, "bytes_before": 0,
+                  "bytes_after": 0}
+        for folder in sorted(root.iterdir()) if root.is_dir() else ():
+            if not (folder / "HEAD").exists():
+                continue
+            repo = ShadowRepo(folder, folder, max(config["checkpoints.timeout"], 300.0))
+            refs = repo.refs()
+            dropped = to_drop(refs, sessions, self.services.clock.wall(), config["checkpoints.keep_last"],
+                              config["checkpoints.keep_for"])
+            repo.drop(dropped)
+            before, after = repo.prune()
+            report["repositories"] += 1
+            report["checkpoints_dropped"] += len(dropped)
+            report["checkpoints_kept"] += len(refs) - len(dropped)
+            report["bytes_before"] += before
+            report["bytes_after"] += after
+        log.info("checkpoints gc: %s", report)
+        return report
+
+    # -- observer signals -----------------------------------------------------------------------
+
+    def removed(self, record):
+        self._last.pop(record.id, None)
+        try:
+            repo = self.repo(record)
+            if repo.git_dir.exists():
+                repo.drop(list(repo.refs(record.id)))
+        except ShadowError as error:
+            log.warning("the checkpoints of removed session %s stay: %s", record.id, error.message)
+
+    def closing(self):
+        """The daemon shuts down: the stops still end their turns, with end checkpoints; then each worker,
+        its queue empty, ends instead of waiting for more."""
+        self._closing = True
+        with self._lock:
+            for jobs, _ in self._workers.values():
+                jobs.put(Job(None, None, None))  # wakes a worker waiting for work, to see it
