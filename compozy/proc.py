@@ -4,7 +4,6 @@ A process is named by (pid, start_time, boot_id) so a recycled pid is never mist
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 import os
@@ -13,7 +12,6 @@ import signal
 import time
 from dataclasses import asdict, dataclass, field
 
-PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True)
@@ -251,39 +249,6 @@ def wait_gone(identities: list[ProcessIdentity], deadline: float, poll_interval:
     finally:
         for fd in fds.values():
             os.close(fd)
-
-
-def set_child_subreaper() -> bool:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _zombie_children() -> set[int]:
-    me = os.getpid()
-    return {s.pid for s in _scan().values() if s.ppid == me and s.state == "Z"}
-
-
-def reap_orphans(owned_pids: set[int]) -> list[tuple[int, int | None, int | None]]:
-    reaped = []
-    flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
-    while True:
-        try:
-            info = os.waitid(os.P_ALL, 0, flags)
-        except ChildProcessError:
-            return reaped
-        if info is None:
-            return reaped
-        owned_first = info.si_pid in owned_pids
-        # waitid(P_ALL) keeps peeking at the same owned child, so look past it in /proc.
-        candidates = _zombie_children() - owned_pids if owned_first else {info.si_pid}
-        for pid in candidates:
-            if (result := reap_child(pid)) is not None:
-                reaped.append((pid, *result))
-        if owned_first:
-            return reaped
 
 
 def exit_status_from_returncode(returncode: int | None) -> tuple[int | None, int | None]:

@@ -3,6 +3,7 @@
 Layer 2: pure functions over session records (their attributes) and catalog rows (dicts).
 """
 
+from compozy.states import HealthState, RuntimeStatus, SessionState
 from compozy.text import compact_json
 
 OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "derivation", "spawn", "auto_title")
@@ -69,16 +70,19 @@ def _lineage(stored):
 def health(record, bound=None, prompting=False):
     """The health record of a session: bound is None when no runtime of it lives in this daemon
     (the stored view), else whether its agent process is alive; prompting when a turn runs."""
-    stopped = record.state == "stopped"
+    stopped = record.state == SessionState.STOPPED
     if stopped or bound is None:
-        return {"state": "stopped" if stopped else "idle", "health": "unknown" if stopped else "healthy",
+        return {"state": HealthState.STOPPED if stopped else HealthState.IDLE,
+                "health": "unknown" if stopped else "healthy",
                 "active_prompt": False, "attachable": False,
                 "eligible_for_wake": not stopped and not record.archived,
                 **({"ineligibility_reason": "session_not_attachable"} if stopped else {})}
     status = record.runtime.status
-    degraded = (not bound and status != "unbound") or record.attention or status == "recovering"
-    active = record.state == "active"
-    return {"state": "prompting" if prompting else "idle", "health": "degraded" if degraded else "healthy",
+    degraded = ((not bound and status != RuntimeStatus.UNBOUND) or record.attention
+                or status == RuntimeStatus.RECOVERING)
+    active = record.state == SessionState.ACTIVE
+    return {"state": HealthState.PROMPTING if prompting else HealthState.IDLE,
+            "health": "degraded" if degraded else "healthy",
             "active_prompt": prompting, "attachable": active and bound and not record.failure,
             "eligible_for_wake": active and not prompting and not record.archived,
             **({"ineligibility_reason": "session_prompt_active"} if prompting else {})}

@@ -54,7 +54,6 @@ class SessionState(StrEnum):
 
 
 LIVE_STATES = (SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING)
-TERMINAL_STATES = (SessionState.STOPPED,)
 
 # Every lifecycle edge the manager may take. stopped -> starting is the restore path of a
 # normal prompt; starting -> stopped is a failed start. Exhausted recovery stops through stopping.
@@ -74,10 +73,6 @@ SESSION = Machine("", SessionState, TRANSITIONS, repairs={
     (SessionState.STOPPING, SessionState.STOPPED),
 })
 
-
-def assert_transition(current, new):
-    """An illegal lifecycle edge is a bug, never a user error."""
-    return SESSION.check(current, new)
 
 
 class RuntimeStatus(StrEnum):
@@ -162,7 +157,6 @@ class StopReason(StrEnum):
     TIMEOUT = "timeout"
     ERROR = "error"
     AGENT_CRASHED = "agent_crashed"
-    HOOK_STOPPED = "hook_stopped"
     SHUTDOWN = "shutdown"
 
 
@@ -207,11 +201,7 @@ class FailureKind(StrEnum):
     HANDSHAKE_FAILURE = "handshake_failure"
     LOAD_SESSION_FAILURE = "load_session_failure"
     PROTOCOL_FAILURE = "protocol_failure"
-    PROMPT_FAILURE = "prompt_failure"
-    CANCELLATION = "cancellation"
-    PERMISSION_FAILURE = "permission_failure"
     PROCESS_EXIT = "process_exit"
-    TRANSPORT_FAILURE = "transport_failure"
     TIMEOUT = "timeout"
     UNKNOWN_FAILURE = "unknown_failure"
     PROVIDER_AUTH_FAILURE = "provider_auth_failure"
@@ -223,7 +213,6 @@ class HealthState(StrEnum):
     IDLE = "idle"
     PROMPTING = "prompting"
     STOPPED = "stopped"
-    DETACHED = "detached"
 
 
 class WaitingOn(StrEnum):
@@ -367,7 +356,6 @@ class MarkerKind(StrEnum):
     PROMPT_ACCEPTED = "prompt_accepted"
     PROMPT_DROPPED = "prompt_dropped"
     PROMPT_EDITED = "prompt_edited"
-    SESSION_RECOVERED = "session_recovered"
     PROVIDER_FAILURE = "provider_failure"
 
 

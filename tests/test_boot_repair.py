@@ -79,8 +79,8 @@ def _catalog_rows(home, session, sent):
         catalog.close()
     if sent:
         log = EventLog(home / "sessions" / session["id"] / "events.db", session["id"], session["workspace_id"])
-        log.append_one("user_message", turn_id, {"text": "queued"})
-        log.append_one("user_message", started_turn, {"text": "prompted", "message_id": message_id})
+        log.append([("user_message", turn_id, {"text": "queued"}, None)])
+        log.append([("user_message", started_turn, {"text": "prompted", "message_id": message_id}, None)])
         log.close()
     return entry_id, admission_id, started_turn
 

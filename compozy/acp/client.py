@@ -25,6 +25,7 @@ from compozy.acp.translate import DROPPED_VARIANTS, translate
 from compozy.errors import CompozyError
 from compozy.location import child_environment
 from compozy.redact import without_daemon_secrets
+from compozy.states import FailureKind
 
 log = logging.getLogger("compozy.acp.client")
 
@@ -246,10 +247,10 @@ def _initialize(client):
                                                   "clientCapabilities": CLIENT_CAPABILITIES,
                                                   "clientInfo": CLIENT_INFO}, provider.handshake_timeout)
     except (AcpError, AgentExited, TimeoutError) as exc:
-        raise refused(client, "handshake_failure", f"provider {provider.name!r} failed {INITIALIZE}", exc=exc) \
-            from None
+        raise refused(client, FailureKind.HANDSHAKE_FAILURE, f"provider {provider.name!r} failed {INITIALIZE}",
+                      exc=exc) from None
     if not isinstance(result, dict) or result.get("protocolVersion") != protocol.PROTOCOL_VERSION:
-        raise refused(client, "handshake_failure",
+        raise refused(client, FailureKind.HANDSHAKE_FAILURE,
                       f"provider {provider.name!r} speaks ACP {result and result.get('protocolVersion')!r}, not 1")
     return result
 

@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 
-import click
 
 from compozy.cli.main import cli
 from compozy.cli.output import emit, output_option

@@ -165,11 +165,11 @@ class Daemon:
         return sockets, port
 
     def _install_signal_handlers(self):
-        def request_stop(signum, frame):
+        def request_stop(_signum, _frame):
             self.stop_requested.set()
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
-        signal.signal(signal.SIGHUP, lambda signum, frame: self.reload_requested.set())
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: self.reload_requested.set())
 
     def _cleanup(self, lock_fd):
         for path in (self.home.daemon_file, self.socket_path):

@@ -7,7 +7,6 @@ about a second rather than at the next keepalive. The generator runs on a stream
 (compozy/daemon/workers.py) for the stream's lifetime.
 """
 
-import json
 import threading
 import time
 from collections import OrderedDict

@@ -364,12 +364,6 @@ class Catalog:
         with self.guard.write():
             self.Interaction.create(created_at=now_iso(), **fields)
 
-    def interaction(self, session_id, interaction_id):
-        I = self.Interaction
-        with self.guard.read():
-            row = I.get_or_none((I.id == interaction_id) & (I.session_id == session_id))
-        return row and _row_dict(row, ("payload",))
-
     def interactions(self, session_id, statuses=("pending",)):
         I = self.Interaction
         with self.guard.read():

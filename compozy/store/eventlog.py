@@ -136,9 +136,6 @@ class EventLog:
             db.cursor().executemany(INSERT, rows)
         return first, timestamp, rows
 
-    def append_one(self, kind, turn_id, content, agent_name=None):
-        return self.append([(kind, turn_id, content, agent_name)])[0]
-
     def _record(self, sequence, event_id, turn_id, kind, agent_name, content, archived, timestamp):
         record = {"id": event_id, "session_id": self.session_id, "sequence": sequence,
                   "turn_id": turn_id, "type": kind, "agent_name": agent_name,
