@@ -142,3 +142,21 @@ def test_boot_finishes_a_rewind_an_unclean_exit_interrupted(home, workspace, arc
         assert manager.catalog.derived.rewind(session["id"], "r1")["state"] == "completed"
     finally:
         manager.shutdown()
+
+
+def test_boot_orphans_a_permission_request_an_unclean_exit_left_pending(home, workspace):
+    """No agent waits for its answer any more: inspect lists it no longer, and its row says why."""
+    session = _session(home, workspace)
+    catalog = Catalog(home / "compozy.db")
+    try:
+        catalog.add_interaction(id="perm_1", session_id=session["id"], turn_id=new_id("turn"), kind="edit",
+                                status="pending", payload={"action": "edit"})
+    finally:
+        catalog.close()
+    manager = _manager(home)
+    try:
+        assert manager.inspect_session(session["id"])["pending_interactions"] == []
+        orphaned = manager.catalog.interactions(session["id"], statuses=("orphaned",))
+        assert [(row["id"], row["status"]) for row in orphaned] == [("perm_1", "orphaned")]
+    finally:
+        manager.shutdown()

@@ -12,6 +12,7 @@ from peewee import (BooleanField, CharField, IntegerField, IntegrityError, Model
 
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
+from compozy.states import InteractionState
 from compozy.store.db import Guarded, open_sqlite
 from compozy.store.derivations import Derived
 from compozy.store.rows import marks, select_rows, update_row
@@ -364,7 +365,7 @@ class Catalog:
         with self.guard.write():
             self.Interaction.create(created_at=now_iso(), **fields)
 
-    def interactions(self, session_id, statuses=("pending",)):
+    def interactions(self, session_id, statuses=(InteractionState.PENDING,)):
         I = self.Interaction
         with self.guard.read():
             rows = I.select().where((I.session_id == session_id) & (I.status.in_(list(statuses))))
@@ -375,10 +376,10 @@ class Catalog:
         I = self.Interaction
         with self.guard.write():
             changed = (I.update(status=status, decision=decision, resolved_at=now_iso())
-                       .where((I.id == interaction_id) & (I.status == "pending")).execute())
+                       .where((I.id == interaction_id) & (I.status == InteractionState.PENDING)).execute())
         return bool(changed)
 
-    def orphan_pending_interactions(self):
+    def orphan_pending_interactions(self, status):
         I = self.Interaction
         with self.guard.write():
-            return I.update(status="orphaned", resolved_at=now_iso()).where(I.status == "pending").execute()
+            return I.update(status=status, resolved_at=now_iso()).where(I.status == InteractionState.PENDING).execute()

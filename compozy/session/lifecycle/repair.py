@@ -8,7 +8,7 @@ import logging
 
 from compozy import proc
 from compozy.errors import CompozyError
-from compozy.session.records.control import move_admission, move_entry
+from compozy.session.records.control import move_admission, move_entry, orphan_interactions
 from compozy.states import (RUNTIME, SESSION, AdmissionState, Disposition, FailureKind, QueueStatus, RuntimeStatus,
                             SessionState, StopReason)
 
@@ -85,7 +85,7 @@ def settle_control_rows(store):
                                   store.events(record).read(turn_id=entry["turn_id"], limit=1))
             move_entry(catalog, entry["id"], QueueStatus.DISPATCHING, QueueStatus.SENT if sent else QueueStatus.QUEUED,
                        repair=True)
-    catalog.orphan_pending_interactions()
+    orphan_interactions(catalog)
 
 
 def settle_binding_admission(store, admission):

@@ -1,10 +1,11 @@
-"""The catalog's control rows change state only along their tables: queue entries and admissions.
+"""The catalog's control rows change state only along their tables: queue entries, admissions and
+permission interactions.
 
-Layer 4. Each change is an edge of the QUEUE or ADMISSION table (compozy.states) and a
+Layer 4. Each change is an edge of the QUEUE, ADMISSION or INTERACTION table (compozy.states) and a
 compare-and-set on the row, so a row that is no longer where its caller believes is never moved.
 """
 
-from compozy.states import ADMISSION, QUEUE, AdmissionState
+from compozy.states import ADMISSION, INTERACTION, QUEUE, AdmissionState, InteractionState
 
 
 def move_entry(catalog, entry_id, old, new, repair=False, **fields):
@@ -21,3 +22,16 @@ def move_admission(catalog, admission_id, old, new, repair=False, **fields):
         changed = catalog.update_admission(admission_id, expected_state=old, state=new.value, **fields)
     if not changed:
         raise AssertionError(f"admission {admission_id} is no longer {old}")
+
+
+def settle_interaction(catalog, interaction_id, new, decision=None):
+    """A held permission request answered (pending -> resolved, timed_out or canceled); False when it
+    was no longer pending (a second answer raced it)."""
+    new = INTERACTION.check(InteractionState.PENDING, new)
+    return catalog.resolve_interaction(interaction_id, new.value, decision)
+
+
+def orphan_interactions(catalog):
+    """Boot repair: a request still pending after an unclean exit has no agent waiting on it any more."""
+    new = INTERACTION.check(InteractionState.PENDING, InteractionState.ORPHANED, repair=True)
+    return catalog.orphan_pending_interactions(new.value)

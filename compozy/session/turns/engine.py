@@ -11,7 +11,7 @@ from compozy.session.turns.admission import Admission
 from compozy.session.turns.queue import InputQueue
 from compozy.session.lifecycle.recovery import Recovery
 from compozy.session.turns.runner import Runner
-from compozy.states import MarkerKind
+from compozy.states import MarkerKind, TurnPhase
 
 
 class TurnEngine:
@@ -45,7 +45,7 @@ class TurnEngine:
                 raise CompozyError("prompt_not_in_progress", "no turn is running")
             session.marker(MarkerKind.PROMPT_CANCEL, f"turn {turn.id} canceled", turn.id)
             self.runner.cancel(session, "canceled")
-        return {"cancel": {"turn_id": turn.id, "status": "cancelling"}}
+        return {"cancel": {"turn_id": turn.id, "status": TurnPhase.CANCELLING.value}}
 
     def cancel(self, session, reason):
         """Cooperative cancel of the current turn (the stop ladder, supervision); the turn or None."""

@@ -19,17 +19,20 @@ from dataclasses import dataclass
 from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.ids import new_id
+from compozy.session.records.control import settle_interaction
 from compozy.session.records.governed import permission_mode
 from compozy.session.records.workspaces import protected_homes, unsafe_reason
 from compozy.session.turns.choices import (ALLOWING, DAEMON_OPTIONS, REJECTING, chosen, decision_of,
                                            first_of_kinds, outcome)
-from compozy.states import PermissionMode
+from compozy.states import InteractionState, PermissionMode
 
 log = logging.getLogger("compozy.permissions")
 
 READ_KINDS = ("read", "search")
 SHUTDOWN_POLL = 1.0
 NO_OPTIONS = "no_options"  # the reason for cancelling a request that offered nothing to choose
+SETTLED_BY = {"user": InteractionState.RESOLVED, "timeout": InteractionState.TIMED_OUT,
+              "cancelled": InteractionState.CANCELED}  # a decision's reason -> where its interaction goes
 
 
 @dataclass
@@ -145,7 +148,8 @@ class AgentRequests:
             if turn is not None and turn.id == pending.turn_id:
                 turn.pending_permissions += 1
         self.services.catalog.add_interaction(id=pending.request_id, session_id=session.id, turn_id=pending.turn_id,
-                                              kind=pending.kind, status="pending", payload=details)
+                                              kind=pending.kind, status=InteractionState.PENDING.value,
+                                              payload=details)
         session.append_event("permission", {"request_id": pending.request_id, **details}, pending.turn_id)
 
     def approve(self, session, request_id, option_id=None, decision=None):
@@ -170,8 +174,7 @@ class AgentRequests:
                 turn.progress()  # the wait for a person never counts as agent silence
         if pending is None:
             return False
-        status = {"user": "resolved", "timeout": "timed_out", "cancelled": "canceled"}[reason]
-        self.services.catalog.resolve_interaction(request_id, status, decision_of(option))
+        settle_interaction(self.services.catalog, request_id, SETTLED_BY[reason], decision_of(option))
         session.append_event("permission", {"request_id": request_id, **outcome(option), "reason": reason},
                              pending.turn_id)
         pending.reply.answer(option)
