@@ -51,6 +51,7 @@ log = logging.getLogger("compozy.manager")
 
 DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
+SHUTDOWN_JOIN_SECONDS = 2.0  # what the background threads get to end before the stores close under them
 
 
 class SessionManager(AgentViews, SessionReads, ToolCalls):
@@ -95,14 +96,14 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         self.services.accepting = False
         self.supervisor.shutdown()
         self.services.observers.emit("closing")
-        stops = [threading.Thread(target=self._stop_for_shutdown, args=(s,)) for s in list(self.live.values())]
-        for thread in stops:
-            thread.start()
+        stops = [self.services.threads.start(f"shutdown-{s.id}", self._stop_for_shutdown, s)
+                 for s in list(self.live.values())]
         for thread in stops:
             thread.join()
         self.services.catalog_feed.close()
         for session in list(self.live.values()):
             session.close()
+        self.services.threads.join(SHUTDOWN_JOIN_SECONDS)
         self.store.logs.close_all()
         self.catalog.close()
 
@@ -181,7 +182,8 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         record = self._record(session_id, workspace)
         log = self.store.events(record)
         document = reads.inspection(self.home, self.catalog, log, record, self._resource(record, precise=True))
-        return {**document, **agent_evidence(self.live.get(record.id), record, log)}
+        return {**document, **agent_evidence(self.live.get(record.id), record, log),
+                "threads": self.services.threads.view(record.id)}
 
     def list_sessions(self, query=None, encoded=False):
         """Catalog page, newest first, with the interface's filters and keyset cursor.

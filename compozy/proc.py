@@ -1,4 +1,6 @@
-"""Linux process identity, liveness proof and the signal part of the stop ladder.
+"""Linux process identity, liveness proof, the signal part of the stop ladder, and starting the
+daemon's children (agents, hooks) in process groups of their own: the one module that starts or
+signals a process (checked by tests/unit/test_owners.py).
 
 A process is named by (pid, start_time, boot_id) so a recycled pid is never mistaken for it.
 """
@@ -9,6 +11,7 @@ import math
 import os
 import select
 import signal
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -122,6 +125,21 @@ def send_signal(identity: ProcessIdentity, sig: int) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def start_group(argv, cwd=None, env=None, stderr=subprocess.PIPE, bufsize=0) -> subprocess.Popen:
+    """A child leading a new session and process group, its stdin and stdout piped: the ladder (or
+    kill_group) can signal it whole without touching the daemon's own group."""
+    return subprocess.Popen(argv, bufsize=bufsize, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                            cwd=cwd, env=env, start_new_session=True)
+
+
+def kill_group(leader_pid: int) -> bool:
+    """SIGKILL the group a start_group child leads; False when it is gone (or not ours to signal)."""
+    try:
+        return signal_group(leader_pid, signal.SIGKILL)
+    except PermissionError:
+        return False
 
 
 def signal_group(pgid: int, sig: int) -> bool:

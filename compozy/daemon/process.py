@@ -95,7 +95,7 @@ class Daemon:
         servers = serve(app, sockets, descriptors, max_streams)
         heap.settle()
         self._install_signal_handlers()
-        threading.Thread(target=self.serve_loop, args=(servers[0],), name="waitress", daemon=True).start()
+        manager.services.threads.start("waitress", self.serve_loop, servers[0], serving=True)
         self.info = {"pid": os.getpid(), "http": url, "socket": str(self.socket_path), "started_at": now_iso(),
                      "version": __version__, "config_loaded_at": now_iso()}
         write_private_json(self.home.daemon_file, self.info)

@@ -157,6 +157,8 @@ SCHEMAS = {
                                           exit_code=nullable(INTEGER), timed_out=BOOLEAN, output=STRING,
                                           truncated=BOOLEAN, error=nullable(STRING))),
                       recent_events=array(ref("Event")),
+                      threads=obj(["started", "running", "named"], started=INTEGER, running=INTEGER,
+                                  named=array(STRING)),
                       agent_stderr=nullable(obj(["source", "text"], source=enum(("serving", "last_agent",
                                                                                   "crash_bundle")),
                                                 text=STRING, provider=STRING, pid=INTEGER, path=STRING)),

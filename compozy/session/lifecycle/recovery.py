@@ -5,7 +5,6 @@ Layer 4. Only exhausted recovery ends the turn with one terminal error and stops
 """
 
 import logging
-import threading
 from dataclasses import dataclass
 
 from compozy.acp.client import BindFailure
@@ -77,7 +76,7 @@ class Recovery:
             if session.runtime is runtime:
                 session.runtime = None
         if runtime is not None:
-            threading.Thread(target=runtime.process.kill_tree, args=(0.5, 5.0), daemon=True).start()
+            self.services.threads.start(f"kill-{session.id}", runtime.process.kill_tree, 0.5, 5.0)
 
     def _wait_backoff(self, session, turn, state, error):
         delay = DELAYS[state["attempt"] - 1]
@@ -154,4 +153,4 @@ def lost_outside_turn(services, session, runtime):
                                              "failure": failure})
     session.save(failure=failure)
     log.warning("session %s: agent exited outside a turn (%s)", session.id, error)
-    threading.Thread(target=runtime.process.kill_tree, args=(0.5, 5.0), daemon=True).start()
+    services.threads.start(f"kill-{session.id}", runtime.process.kill_tree, 0.5, 5.0)

@@ -53,8 +53,7 @@ class Stopper:
                 operation = session.stop_operation = StopOperation(StopCause(cause), self.clock.monotonic(), detail)
                 if record.state != SessionState.STOPPING:
                     session.change_state(SessionState.STOPPING)  # active|starting -> stopping
-                threading.Thread(target=self._run, args=(session, operation), name=f"stop-{session.id}",
-                                 daemon=True).start()
+                self.services.threads.start(f"stop-{session.id}", self._run, session, operation)
         if wait:
             operation.done.wait()
             return operation.outcome, True

@@ -7,7 +7,6 @@ release. Nothing here is persisted as a keep-alive flag.
 """
 
 import logging
-import threading
 from datetime import timezone
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -160,8 +159,7 @@ class Supervisor:
         if session.state != SessionState.ACTIVE:
             return
         session.releasing = True
-        threading.Thread(target=self._release, args=(session, runtime), name=f"release-{session.id}",
-                         daemon=True).start()
+        self.services.threads.start(f"release-{session.id}", self._release, session, runtime)
 
     def _release(self, session, runtime):
         """Silently stop an idle agent; the session stays active and the next prompt binds again."""

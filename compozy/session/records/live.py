@@ -11,13 +11,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from compozy import serialize
-from compozy.clock import iso_from_epoch, now_iso
+from compozy.clock import iso_from_epoch
 from compozy.redact import EncodedRedaction, known_secret_values
 from compozy.session.records.feed import Feed, attention_changed, catalog_changed
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
 from compozy.session.records.waiting import active_children, outside_work, waiting_view
 from compozy.states import RUNTIME, SESSION, RuntimeStatus
+from compozy.threads import Threads
 from compozy.text import MAX_CONTENT_DEPTH, compact_json, map_document, may_nest_deeper
 
 log = logging.getLogger("compozy.session")
@@ -48,6 +49,7 @@ class Services:
     live_sessions: object = None
     identities: object = None
     observers: Observers = field(default_factory=Observers)
+    threads: Threads = field(default_factory=Threads)  # every background thread of the daemon
     work_signals: list = field(default_factory=list)  # callables: session -> more supervision.work_signals
     waits: list = field(default_factory=list)  # callables: session -> more of what it waits on (records.waiting)
     accepting: bool = True
@@ -159,7 +161,7 @@ class LiveSession:
         return self.append([(kind, turn_id, content, self.record.agent_name)])[0]
 
     def marker(self, kind, summary, turn_id=None, **evidence):
-        marker = {"kind": kind, "occurred_at": now_iso(), "summary": summary[:2048]}
+        marker = {"kind": kind, "occurred_at": self.services.clock.now_iso(), "summary": summary[:2048]}
         if evidence:
             marker["evidence"] = evidence
         return self.append_event("transcript_marker.created", {"marker": marker}, turn_id)

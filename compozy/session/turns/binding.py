@@ -142,7 +142,8 @@ class Binder:
             runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
                              identity={SECRET_ENV: secret}, alias=resolve(provider, target),
                              login_name=_login_name(session, provider),
-                             spawned=lambda client: setattr(session, "candidate", client))  # a stop sees it
+                             spawned=lambda client: setattr(session, "candidate", client),  # a stop sees it
+                             threads=self.services.threads)
         except BindFailure:
             session.candidate = None
             identities.forget(secret)

@@ -154,7 +154,7 @@ class Messaging:
         self._deliver_later(watch)
 
     def _deliver_later(self, watch):
-        threading.Thread(target=self._deliver, args=(watch["id"],), name=f"wake-{watch['id']}", daemon=True).start()
+        self.services.threads.start(f"wake-{watch['id']}", self._deliver, watch["id"])
 
     def _deliver(self, watch_id):
         if not self.services.accepting:

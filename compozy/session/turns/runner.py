@@ -8,7 +8,6 @@ gives up, the runner ends the turn and the session stops.
 """
 
 import logging
-import threading
 
 from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
 from compozy.acp.evidence import agent_error, reason_of
@@ -44,9 +43,7 @@ class Runner:
         session.turn = turn
         session.idle_since = None
         if session.worker is None:
-            session.worker = threading.Thread(target=self._loop, args=(session,), name=f"turns-{session.id}",
-                                              daemon=True)
-            session.worker.start()
+            session.worker = self.services.threads.start(f"turns-{session.id}", self._loop, session)
         else:
             session.worker_wake.set()  # the worker is parked, or about to park: it takes this turn
 

@@ -88,7 +88,7 @@ class Titles:
         with session.lock:  # born running before the agent could title it on another append
             move_title(record, TitleState.RUNNING)
             session.save()
-        threading.Thread(target=self._pass, args=(session,), name=f"title-{session.id}", daemon=True).start()
+        self.services.threads.start(f"title-{session.id}", self._pass, session)
 
     @staticmethod
     def _proposed(session, proposal):
@@ -173,7 +173,7 @@ class Titles:
             raise CompozyError("provider_unavailable", f"no provider named {route['provider']!r}")
         listener = TitleListener()
         runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
-                         alias=resolve(provider, route))
+                         alias=resolve(provider, route), threads=self.services.threads)
         with self.lock:
             self.agents.add(runtime)
         try:
