@@ -103,19 +103,20 @@ def workspace_resource(row):
 
 
 def entry_resource(entry):
-    return {"id": entry["id"], "session_id": entry["session_id"], "status": entry["status"],
-            "mode": entry["mode"], "message": entry["message"], "message_id": entry["message_id"],
-            "idempotency_key": entry["idempotency_key"], "turn_id": entry["turn_id"],
-            "runtime": entry.get("runtime") or {}, "position": entry["position"],
-            "created_at": entry["created_at"], "updated_at": entry["updated_at"]}
+    """A queue entry (compozy.store.records.QueueEntry) as the API shows it."""
+    return {"id": entry.id, "session_id": entry.session_id, "status": entry.status, "mode": entry.mode,
+            "message": entry.message, "message_id": entry.message_id, "idempotency_key": entry.idempotency_key,
+            "turn_id": entry.turn_id, "runtime": entry.runtime or {}, "position": entry.position,
+            "created_at": entry.created_at, "updated_at": entry.updated_at}
 
 
-def interaction_resource(row):
-    resource = {"request_id": row["id"], "session_id": row["session_id"], "turn_id": row.get("turn_id"),
-                "kind": row["kind"], "status": row["status"], "created_at": row["created_at"],
-                **(row.get("payload") or {})}
-    if row.get("decision"):
-        resource["decision"] = row["decision"]
+def interaction_resource(interaction):
+    """A permission interaction (compozy.store.records.Interaction) as the API shows it."""
+    resource = {"request_id": interaction.id, "session_id": interaction.session_id, "turn_id": interaction.turn_id,
+                "kind": interaction.kind, "status": interaction.status, "created_at": interaction.created_at,
+                **(interaction.payload or {})}
+    if interaction.decision:
+        resource["decision"] = interaction.decision
     return resource
 
 

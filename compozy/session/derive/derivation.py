@@ -23,11 +23,13 @@ from compozy.session.derive.rewind import derivable
 from compozy.session.derive.sources import snapshot
 from compozy.session.records.feed import catalog_changed
 from compozy.session.records.governed import check_agent_creation
+from compozy.session.records.receipts import recorded
 from compozy.session.records.snapshots import FIELDS as RUNTIME_FIELDS
 from compozy.session.records.snapshots import check_snapshot, layer
 from compozy.session.records.transcript import check_fences, expected_fences
 from compozy.session.turns.messages import check_message, fingerprint
 from compozy.states import DERIVATION, DerivationState, DeriveAnswer, FirstPrompt
+from compozy.store.records import Derivation
 
 log = logging.getLogger("compozy.derive")
 
@@ -118,13 +120,12 @@ class Deriver:
         return self._first_prompt(outcome, request)
 
     def _recorded(self, existing, request):
-        if existing["fingerprint"] != request.fingerprint:
-            raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different continue or "
-                               "fork", idempotency_key=request.key)
+        recorded(existing, request.fingerprint, "this idempotency_key was used for a different continue or fork",
+                 idempotency_key=request.key)
         try:
-            child = self.sessions(existing["child_session_id"], request.workspace_id)
+            child = self.sessions(existing.child_session_id, request.workspace_id)
         except CompozyError:
-            return Outcome(None, existing["result"], replayed=True, child_deleted=True)
+            return Outcome(None, existing.result, replayed=True, child_deleted=True)
         return Outcome(child.record, child.record.derivation, replayed=True)
 
     def _create(self, request, creator=None):
@@ -156,9 +157,10 @@ class Deriver:
 
     def _new_session(self, request, session, found, agent):
         source, child_id = session.record, new_id("sess")
-        self.derived.add_derivation(workspace_id=request.workspace_id, idempotency_key=request.key,
-                                    fingerprint=request.fingerprint, kind=request.kind, source_session_id=source.id,
-                                    child_session_id=child_id, state=DerivationState.CREATING.value, result=None)
+        self.derived.add_derivation(Derivation(workspace_id=request.workspace_id, idempotency_key=request.key,
+                                               fingerprint=request.fingerprint, kind=request.kind,
+                                               source_session_id=source.id, child_session_id=child_id,
+                                               state=DerivationState.CREATING.value))
         store = self.services.store
         try:
             clone = native.clone(session, self.services) if found.native_fork_possible and request.kind == "fork" \
@@ -228,12 +230,12 @@ def settle_interrupted(store):
     whole; otherwise its leftovers go and a retry runs again."""
     derived, settled = store.catalog.derived, []
     for row in derived.derivations_in_state(DerivationState.CREATING.value):
-        record = store.get(row["child_session_id"])
+        record = store.get(row.child_session_id)
         if record is not None and record.derivation:
-            move(derived, row["workspace_id"], row["idempotency_key"], DerivationState.CREATED, repair=True,
+            move(derived, row.workspace_id, row.idempotency_key, DerivationState.CREATED, repair=True,
                  result=record.derivation)
         else:
-            store.discard_directory(row["child_session_id"])
-            move(derived, row["workspace_id"], row["idempotency_key"], DerivationState.WITHDRAWN, repair=True)
-        settled.append(row["child_session_id"])
+            store.discard_directory(row.child_session_id)
+            move(derived, row.workspace_id, row.idempotency_key, DerivationState.WITHDRAWN, repair=True)
+        settled.append(row.child_session_id)
     return settled

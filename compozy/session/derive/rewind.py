@@ -9,14 +9,23 @@ an identical retry answers the original result and boot finishes a rewind an unc
 interrupted. Files, tool effects and external actions are not undone, and the answer says so.
 """
 
+from __future__ import annotations
+
 import logging
 
 from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import validate_client_token
+from compozy.session.records.live import LiveSession
+from compozy.session.records.record import SessionRecord
+from compozy.session.records.store import SessionStore
+from compozy.session.records.receipts import recorded, replayed
 from compozy.session.records.transcript import check_fences, expected_fences, fences_of
 from compozy.session.turns.messages import fingerprint
 from compozy.states import REWIND, LineageKind, RewindState, SessionState, SessionType
+from compozy.store.derivations import Derived
+from compozy.store.eventlog import EventLog
+from compozy.store.records import RewindReceipt
 
 log = logging.getLogger("compozy.rewind")
 
@@ -24,7 +33,7 @@ SIDE_EFFECTS = ("Rewind changes the conversation only: file changes, tool effect
                 "external provider actions are not undone.")
 
 
-def derivable(record):
+def derivable(record: SessionRecord) -> None:
     """User sessions, provenance, recovery, continued and forked ones; never a daemon-managed one."""
     if record.type != SessionType.USER or (record.lineage or {}).get("kind") == LineageKind.SPAWN:
         raise CompozyError("session_not_derivable", f"session {record.id} is daemon-managed ({record.type}); "
@@ -39,7 +48,7 @@ class Rewinder:
     def receipts(self):
         return self.services.catalog.derived
 
-    def rewind(self, session, body):
+    def rewind(self, session: LiveSession, body: dict) -> dict:
         """The rewind result; a retry with the same key answers the first one with replayed: true."""
         body = v.check_body(body, v.REWIND_FIELDS)
         message_id = validate_client_token(body["message_id"], "message_id")
@@ -56,13 +65,9 @@ class Rewinder:
             return self._cut(session, key, print_, self._target(session, message_id))
 
     def _replay(self, session, key, print_):
-        receipt = self.receipts.rewind(session.id, key)
-        if receipt is None:
-            return None
-        if receipt["fingerprint"] != print_:
-            raise CompozyError("idempotency_conflict", "this idempotency_key was used to rewind to another message",
-                               idempotency_key=key)
-        return {**receipt["result"], "replayed": True}
+        receipt = recorded(self.receipts.rewind(session.id, key), print_,
+                           "this idempotency_key was used to rewind to another message", idempotency_key=key)
+        return None if receipt is None else replayed(receipt)
 
     def _check_idle(self, session):
         record = session.record
@@ -97,7 +102,7 @@ class Rewinder:
                   "transcript_epoch": fences.get("epoch", 0) + 1, "generation": fences.get("generation", 0) + 1,
                   "max_sequence": log_.max_active_sequence(before=first), "idempotency_key": key,
                   "note": SIDE_EFFECTS}
-        self.receipts.add_rewind(session.id, key, print_, RewindState.PENDING.value, result)
+        self.receipts.add_rewind(RewindReceipt(session.id, key, print_, RewindState.PENDING.value, result))
         self.binder.retire(session)  # the agent's context holds what is cut: the next prompt starts a fresh one
         apply(session.log, session.record, result)
         session.feed.forget()  # a viewer starting now reads only what stays active
@@ -108,7 +113,7 @@ class Rewinder:
         return {**result, "replayed": False}
 
 
-def apply(events, record, result):
+def apply(events: EventLog, record: SessionRecord, result: dict) -> None:
     """The cut itself, idempotent: archive the suffix, move the fences, drop the ACP session."""
     events.archive(result["archived_from_sequence"], result["archived_through_sequence"])
     fences = record.fences or {}
@@ -117,22 +122,23 @@ def apply(events, record, result):
         record.runtime = record.runtime.replace(acp_session_id=None)
 
 
-def move(receipts, session_id, key, old, new, repair=False):
+def move(receipts: Derived, session_id: str, key: str, old: RewindState, new: RewindState,
+         repair: bool = False) -> None:
     new = REWIND.check(old, new, repair)
     if not receipts.move_rewind(session_id, key, old.value, new.value):
         raise AssertionError(f"rewind receipt {session_id}/{key} is no longer {old}")
 
 
-def finish_interrupted(store):
+def finish_interrupted(store: SessionStore) -> list[str]:
     """Boot: a rewind an unclean exit interrupted is completed from its receipt; returns the session IDs."""
     receipts, finished = store.catalog.derived, []
     for receipt in receipts.rewinds_in_state(RewindState.PENDING.value):
-        record = store.get(receipt["session_id"])
+        record = store.get(receipt.session_id)
         if record is not None:
-            apply(store.events(record), record, receipt["result"])
+            apply(store.events(record), record, receipt.result)
             store.save(record)
-        move(receipts, receipt["session_id"], receipt["idempotency_key"], RewindState.PENDING,
+        move(receipts, receipt.session_id, receipt.idempotency_key, RewindState.PENDING,
              RewindState.COMPLETED, repair=True)
-        finished.append(receipt["session_id"])
-        log.warning("finished the rewind of session %s an unclean exit interrupted", receipt["session_id"])
+        finished.append(receipt.session_id)
+        log.warning("finished the rewind of session %s an unclean exit interrupted", receipt.session_id)
     return finished

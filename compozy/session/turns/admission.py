@@ -6,10 +6,14 @@ the new entry and changes nothing. Interrupt and steer submit only their own rep
 a queued entry promoted to steer leaves the queue and steers with its own text (or a new one).
 """
 
+from __future__ import annotations
+
 from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
 from compozy.session.records.governed import refuse_expired
+from compozy.session.records.live import LiveSession
+from compozy.session.records.receipts import recorded, replayed
 from compozy.session.records.snapshots import check_snapshot
 from compozy.session.turns.messages import check_identity, check_message, fingerprint
 from compozy.session.turns.turn import Turn
@@ -29,7 +33,7 @@ class Admission:
 
     # -- prompts ----------------------------------------------------------------------------
 
-    def prompt(self, session, body):
+    def prompt(self, session: LiveSession, body: dict) -> dict:
         body = v.check_body(body, v.PROMPT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
@@ -57,14 +61,12 @@ class Admission:
         return {"prompt": result}
 
     def _replay(self, session, key, print_):
-        existing = self.catalog.admission(session.id, key)
+        existing = recorded(self.catalog.admission(session.id, key), print_,
+                            "this idempotency_key was used for a different request", idempotency_key=key)
         if existing is None:
             return None
-        if existing["fingerprint"] != print_:
-            raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different request",
-                               idempotency_key=key)
         inflight = session.inflight.get(key)
-        if existing["state"] == AdmissionState.BINDING and inflight is not None:
+        if existing.state == AdmissionState.BINDING and inflight is not None:
             session.lock.release()  # wait for the first request's bind without holding the session
             try:
                 inflight.bound.wait()
@@ -73,9 +75,7 @@ class Admission:
             if inflight.bind_error is not None:
                 raise inflight.bind_error
             existing = self.catalog.admission(session.id, key)
-        if existing is None or existing.get("result") is None:
-            raise CompozyError("idempotency_conflict", "the first request with this key did not complete")
-        return {"prompt": {**existing["result"], "replayed": True}}
+        return {"prompt": replayed(existing)}
 
     def _check_message_id(self, session, message_id):
         if self.catalog.admission_by_message(session.id, message_id):
@@ -142,7 +142,7 @@ class Admission:
         current.wake.set()
         return result
 
-    def promote(self, session, entry_id, body):
+    def promote(self, session: LiveSession, entry_id: str, body: dict) -> dict:
         """Take a queued entry out of the queue and steer the current turn with its text."""
         body = v.check_body(body, v.STEER_FIELDS)
         validate_id(body["expected_turn_id"], "turn", field="expected_turn_id")
@@ -160,7 +160,7 @@ class Admission:
                 raise CompozyError("prompt_not_in_progress", "no turn is running to steer")
             _check_fence(current, body["expected_turn_id"])
             self.queue.take_for_steer(entry)
-            turn = Turn(entry["turn_id"], replacement or entry["message"], message_id, key, entry["runtime"], "steer",
+            turn = Turn(entry.turn_id, replacement or entry.message, message_id, key, entry.runtime, "steer",
                         clock=self.services.clock)
             result = self._steer(session, current, turn, print_)
         return {"prompt": {**result, "promoted_entry_id": entry_id}}

@@ -25,6 +25,7 @@ from compozy.session.records.workspaces import protected_homes, unsafe_reason
 from compozy.session.turns.choices import (ALLOWING, DAEMON_OPTIONS, REJECTING, chosen, decision_of,
                                            first_of_kinds, outcome)
 from compozy.states import InteractionState, PermissionMode
+from compozy.store.records import Interaction
 
 log = logging.getLogger("compozy.permissions")
 
@@ -147,9 +148,9 @@ class AgentRequests:
             turn = session.turn
             if turn is not None and turn.id == pending.turn_id:
                 turn.pending_permissions += 1
-        self.services.catalog.add_interaction(id=pending.request_id, session_id=session.id, turn_id=pending.turn_id,
-                                              kind=pending.kind, status=InteractionState.PENDING.value,
-                                              payload=details)
+        self.services.catalog.add_interaction(Interaction(id=pending.request_id, session_id=session.id,
+                                                          turn_id=pending.turn_id, kind=pending.kind,
+                                                          status=InteractionState.PENDING.value, payload=details))
         session.append_event("permission", {"request_id": pending.request_id, **details}, pending.turn_id)
 
     def approve(self, session, request_id, option_id=None, decision=None):
