@@ -35,10 +35,10 @@ _READ_SIZE = 64 * 1024
 _WHITESPACE = b" \t\r\n"  # what JSON may have around a value (and json.loads skips)
 # json.loads without its per-call layers (a third of a short line's decoding): the text is stripped, so
 # a line is one value exactly when the scan ends at its end.
-_scan = json.JSONDecoder().scan_once
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by __init__, untyped
 
 
-def encode(message: dict) -> bytes:
+def encode(message: dict | str) -> bytes:
     """Serialize one message as a single UTF-8 line ending in a newline (compozy.text.json_line)."""
     return jsonrpc.encode(message)
 
@@ -170,7 +170,8 @@ def recover_request_id(head: bytes, tail: bytes):
     first "id" field of the head (encoders put it before params), else the last of the tail."""
     if b'"method"' not in head + tail:
         return NO_ID
-    found = _ID_FIELD.search(head) or (list(_ID_FIELD.finditer(tail)) or [None])[-1]
+    in_tail = list(_ID_FIELD.finditer(tail))
+    found = _ID_FIELD.search(head) or (in_tail[-1] if in_tail else None)
     if found is None:
         return NO_ID
     try:

@@ -5,19 +5,27 @@ event goes through append (commit, then publish to viewers). The bound agent's c
 in RuntimeEvents, which drops output from a runtime that no longer serves the session.
 """
 
+from __future__ import annotations
+
 import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from compozy import serialize
-from compozy.clock import iso_from_epoch
+from compozy.clock import Clock, iso_from_epoch
+from compozy.config import Config
+from compozy.paths import Home
+from compozy.proc import ProcessTable
 from compozy.redact import EncodedRedaction, known_secret_values
 from compozy.session.records.feed import Feed, attention_changed, catalog_changed
 from compozy.session.records.observers import Observers
 from compozy.session.records.replay import CarriedContext
+from compozy.session.records.store import SessionStore
 from compozy.session.records.waiting import active_children, outside_work, waiting_view
 from compozy.states import RUNTIME, SESSION, RuntimeStatus
+from compozy.store.catalog import Catalog
 from compozy.threads import Threads
 from compozy.text import MAX_CONTENT_DEPTH, compact_json, map_document, may_nest_deeper
 
@@ -39,19 +47,20 @@ class Services:
     """What every session shares: configuration, stores, feeds, the clock and the process table the
     timers and the stop ladder read, the registry of live sessions and the bindings' identities."""
 
-    home: object
-    config: object
-    catalog: object
-    store: object
-    catalog_feed: object
-    clock: object
-    processes: object
-    live_sessions: object = None
-    identities: object = None
+    home: Home
+    config: Config
+    catalog: Catalog
+    store: SessionStore
+    catalog_feed: Feed
+    clock: Clock
+    processes: ProcessTable  # a fake one in unit tests (tests/harness/fakes.py)
+    live_sessions: Callable[[], list[LiveSession]] | None = None
+    identities: Any = None  # compozy.session.turns.identity.Identities, a layer above this one
     observers: Observers = field(default_factory=Observers)
     threads: Threads = field(default_factory=Threads)  # every background thread of the daemon
-    work_signals: list = field(default_factory=list)  # callables: session -> more supervision.work_signals
-    waits: list = field(default_factory=list)  # callables: session -> more of what it waits on (records.waiting)
+    # callables: session -> more supervision.work_signals, and -> more of what it waits on (records.waiting)
+    work_signals: list[Callable[[LiveSession], list[dict]]] = field(default_factory=list)
+    waits: list[Callable[[LiveSession], list[dict]]] = field(default_factory=list)
     accepting: bool = True
 
 
