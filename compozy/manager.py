@@ -17,6 +17,7 @@ from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
+from compozy.session.derive.clear import Clearer
 from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
@@ -33,6 +34,7 @@ from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.reading import SessionReads
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
+from compozy.session.records.settings import SettingsViews
 from compozy.session.records.store import SessionStore
 from compozy.session.records.workspaces import Workspaces
 from compozy.session.turns.binding import Binder
@@ -54,13 +56,13 @@ ATTENTION_LIMIT = 100
 SHUTDOWN_JOIN_SECONDS = 2.0  # what the background threads get to end before the stores close under them
 
 
-class SessionManager(AgentViews, SessionReads, ToolCalls):
+class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
         self.home = home.ensure()
         self.catalog = Catalog(home.catalog_file)
-        self.store = SessionStore(home, self.catalog, EventLogPool(home))
+        self.store = SessionStore(home, self.catalog, EventLogPool(home), agent_defaults=self._agent_defaults)
         self.workspaces = Workspaces(self.catalog, home.root)
         self.live = {}
         self._live_lock = threading.Lock()
@@ -73,6 +75,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         self.supervisor = Supervisor(self.services, self.engine, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
         self.rewinder = Rewinder(self.services, self.binder)
+        self.clearer = Clearer(self.rewinder)
         self.deriver = Deriver(self.services, self.engine, self._session)
         self.observers = observing.observe(self)
 
@@ -82,7 +85,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
         repair.kill_orphans(self.home, self.services.processes)
-        repair.classify_stale(self.store)
+        repair.classify_stale(self.store, self.services.processes)
         repair.settle_control_rows(self.store)
         rewind.finish_interrupted(self.store)
         derivation.settle_interrupted(self.store)
@@ -327,6 +330,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         result = self.rewinder.rewind(session, body)
         return {"session": self._resource(session.record, precise=True), "rewind": result}
 
+    def clear_conversation(self, session_id, workspace, body):
+        """Archive the whole active transcript and discard a carried context: the next prompt starts fresh."""
+        session = self._session(session_id, workspace)
+        result = self.clearer.clear(session, body)
+        return {"session": self._resource(session.record, precise=True), "clear": result}
+
     def continue_session(self, session_id, workspace, body, creator=None):
         """A new session carrying this one's conversation to another agent; the source is untouched.
         creator: the record of the agent's session that asks (the native tool), held to the agents' limits."""
@@ -367,12 +376,14 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
     def _list_row_text(self, session_id, text, rendered):
         live = self.live.get(session_id)
         if live is not None:
-            return serialize.encode(serialize.session_resource(live.record, live.overlay(),
-                                                               live.log.max_active_sequence()))
-        if rendered:
+            return serialize.encode(serialize.session_resource(live.record, live.overlay(), live.log.max_active_sequence(),
+                                                               self._agent_defaults(live.record.agent_name)))
+        if rendered and '"display":' in text:
             return text
-        record = SessionRecord.from_dict(json.loads(text))  # a row indexed before rendered reads were stored
-        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0)))
+        # A row indexed before rendered reads were stored, or rendered before rows showed runtime.display.
+        record = self.store.get(session_id) if rendered else SessionRecord.from_dict(json.loads(text))
+        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0),
+                                                           self._agent_defaults(record.agent_name)))
 
     def _resource(self, record, precise=False):
         live = self.live.get(record.id)
@@ -380,7 +391,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
             max_sequence = (live.log if live else self.store.events(record)).max_active_sequence()
         else:
             max_sequence = (record.fences or {}).get("max_sequence", 0)
-        return serialize.session_resource(record, live.overlay() if live else None, max_sequence)
+        return serialize.session_resource(record, live.overlay() if live else None, max_sequence,
+                                          self._agent_defaults(record.agent_name))
+
+    def _agent_defaults(self, agent_name):
+        agent = self.services.config.agents.get(agent_name)
+        return agent.defaults() if agent is not None else None
 
     def _catalog_changed(self, change, record):
         catalog_changed(self.services.catalog_feed, change, record)
