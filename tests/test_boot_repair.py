@@ -180,7 +180,7 @@ def test_boot_finishes_a_clear_an_unclean_exit_interrupted_and_discards_the_carr
               "idempotency_key": "x1", "note": "n"}
     catalog = Catalog(home / "compozy.db")
     try:
-        catalog.derived.add_rewind(child["id"], "x1", "sha256:x", "pending", result)
+        catalog.derived.add_rewind(RewindReceipt(child["id"], "x1", "sha256:x", "pending", result))
     finally:
         catalog.close()
     manager = _manager(home)
@@ -189,6 +189,6 @@ def test_boot_finishes_a_clear_an_unclean_exit_interrupted_and_discards_the_carr
         assert read["fences"] == {"epoch": 1, "generation": 1, "max_sequence": 0}
         assert read["derivation"]["carried_context"] == "discarded"
         assert manager._session(child["id"]).carried() is None
-        assert manager.catalog.derived.rewind(child["id"], "x1")["state"] == "completed"
+        assert manager.catalog.derived.rewind(child["id"], "x1").state == "completed"
     finally:
         manager.shutdown()
