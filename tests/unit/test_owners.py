@@ -4,6 +4,10 @@ processes, compozy/clock.py reads the time and compozy/jsonrpc.py frames JSON-RP
 the daemon's modules finds any other place doing it; the reference agent (compozy/agents/, a process
 of its own) and the CLI (compozy/cli/, the client's process) are not the daemon.
 
+LiveSession and Turn change only through their own methods: nothing outside their modules assigns,
+deletes or mutates one of their attributes (nor sets or clears one of their events) through a
+variable that holds one (`session`, `live`, `turn`, `current`, `self.session`, ...).
+
 The Threads owner itself is tested beside: named, counted, joined at shutdown.
 """
 
@@ -64,6 +68,79 @@ def test_only_the_framing_leaf_spells_the_json_rpc_envelope():
     spelled = [f"{relative}:{node.lineno}" for relative, tree in daemon_modules() if relative != "jsonrpc.py"
                for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value == "jsonrpc"]
     assert spelled == []
+
+
+OWNERS = {"session/records/live.py": "LiveSession", "session/turns/turn.py": "Turn"}
+OWNER_NAMES = {"session", "live", "turn", "current", "sender", "target", "child", "parent"}
+MUTATORS = {"append", "pop", "update", "add", "discard", "remove", "setdefault", "extend", "popitem", "insert",
+            "clear", "set"}
+
+
+def owned_fields():
+    """The attributes each owner class assigns on self (its state)."""
+    fields = {}
+    for relative, name in OWNERS.items():
+        tree = ast.parse((PACKAGE / relative).read_text(encoding="utf-8"))
+        owner = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name)
+        fields[name] = {t.attr for n in ast.walk(owner) for t in _targets(n)
+                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return fields
+
+
+def _targets(node):
+    """What an assignment or deletion writes, tuples flattened."""
+    if isinstance(node, ast.Assign):
+        found = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        found = [node.target]
+    elif isinstance(node, ast.Delete):
+        found = list(node.targets)
+    else:
+        return []
+    flat = []
+    while found:
+        target = found.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            found.extend(target.elts)
+        else:
+            flat.append(target)
+    return flat
+
+
+def _holds_an_owner(node):
+    """`session`, `turn`, `self.session`, `watch.turn`: an expression named after an owner it holds."""
+    return (isinstance(node, ast.Name) and node.id in OWNER_NAMES) or \
+        (isinstance(node, ast.Attribute) and node.attr in OWNER_NAMES)
+
+
+def _written_field(node):
+    """The owner field an expression writes through (`session.runtime`, `turn.open_tools[k]`), or None."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute) and _holds_an_owner(node.value):
+        return node.attr
+    return None
+
+
+def outside_writes():
+    fields = owned_fields()
+    found = []
+    for relative, tree in daemon_modules():
+        own = fields.get(OWNERS.get(relative), set())  # an owner's module writes its own state, not the other's
+        others = set().union(*fields.values()) - own
+        for node in ast.walk(tree):
+            written = [_written_field(t) for t in _targets(node)]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+                written.append(_written_field(node.func.value))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                    and len(node.args) > 1 and _holds_an_owner(node.args[0]) and isinstance(node.args[1], ast.Constant):
+                written.append(node.args[1].value)
+            found += [f"{relative}:{node.lineno}: {name}" for name in written if name in others]
+    return found
+
+
+def test_live_sessions_and_turns_change_only_through_their_own_methods():
+    assert outside_writes() == []
 
 
 def test_threads_are_named_counted_and_leave_the_running_set_when_they_end():

@@ -50,7 +50,8 @@ class Stopper:
                 return self.already_stopped(record), False
             operation = session.stop_operation
             if operation is None:
-                operation = session.stop_operation = StopOperation(StopCause(cause), self.clock.monotonic(), detail)
+                operation = StopOperation(StopCause(cause), self.clock.monotonic(), detail)
+                session.begin_stop(operation)
                 if record.state != SessionState.STOPPING:
                     session.change_state(SessionState.STOPPING)  # active|starting -> stopping
                 self.services.threads.start(f"stop-{session.id}", self._run, session, operation)
@@ -73,7 +74,7 @@ class Stopper:
             outcome = self._unverified(session, operation, "internal error", escalated=False)
         operation.outcome = outcome
         with session.lock:
-            session.stop_operation = None
+            session.stop_ended()
         operation.done.set()
 
     def _ladder(self, session, operation):
@@ -122,7 +123,7 @@ class Stopper:
     def _settle_worker(self, session):
         turn = session.turn
         if turn is not None:
-            turn.wake.set()
+            turn.wake_up()
             turn.ended.wait(WORKER_SETTLE)
 
     def _stopped(self, session, operation, escalated, phase):
@@ -130,7 +131,7 @@ class Stopper:
         reason = STOP_REASON_BY_CAUSE[cause]
         detail = operation.detail or STOP_DETAILS.get(cause)
         with session.lock:
-            session.runtime = None
+            session.detach_runtime()
             runtime = session.runtime_with(status=RuntimeStatus.UNBOUND, transition="", process=None,
                                            recovery=None, effective=None)
             if cause == StopCause.INACTIVITY:

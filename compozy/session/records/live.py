@@ -34,8 +34,6 @@ log = logging.getLogger("compozy.session")
 USER_MESSAGE = "user_message"  # the user's own words, stored as given
 
 PROCESSLESS = (RuntimeStatus.UNBOUND.value, RuntimeStatus.RECOVERING.value)  # no process serves the session
-COMMANDS_UPDATE = "available_commands_update"  # the system event that announces the agent's commands
-NOT_AN_ANSWER = ("system", "usage")  # what an agent says of itself, not of the prompt: no end to its wait
 UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok", "runtime": "ok"}  # before the first sweep
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
@@ -226,14 +224,110 @@ class LiveSession:
         with self.lock:
             turn = self.turn
             if turn is not None:
-                turn.tool_calls += 1
+                turn.tool_call_began()
         try:
             yield
         finally:
             if turn is not None:
                 with self.lock:
-                    turn.tool_calls -= 1
-                    turn.progress()
+                    turn.tool_call_ended()
+
+    # -- every other change of a live session, one method each (tests/unit/test_owners.py) --
+
+    def begin_turn(self, turn):
+        """With the lock held: turn becomes current; the session is no longer idle."""
+        self.turn, self.idle_since = turn, None
+
+    def advance_to(self, turn):
+        """With the lock held: the current turn is over and `turn` (None: nothing yet) follows it."""
+        self.turn = turn
+        if turn is not None:
+            self.idle_since = None
+
+    def went_idle(self, now):
+        self.idle_since = now
+
+    def run_by(self, worker):
+        """The thread that runs its turns (None: it parked out)."""
+        self.worker = worker
+
+    def wake_worker(self):
+        self.worker_wake.set()
+
+    def worker_woke(self):
+        self.worker_wake.clear()
+
+    def track_inflight(self, turn):
+        """A started prompt whose bind a retry with its key waits on."""
+        self.inflight[turn.idempotency_key] = turn
+
+    def forget_inflight(self, key):
+        self.inflight.pop(key, None)
+
+    def starting_agent(self, starting):
+        """The agent being started ({agent, provider, since, started}; None: the start is over)."""
+        self.starting = starting
+
+    def bind_candidate(self, runtime):
+        """The runtime being bound, before it serves (a stop sees it); None: none."""
+        self.candidate = runtime
+
+    def drop_candidate(self):
+        """The runtime being bound, no longer the session's."""
+        candidate, self.candidate = self.candidate, None
+        return candidate
+
+    def bound_to(self, runtime):
+        """With the lock held: runtime serves the session from now; no start is pending."""
+        self.runtime, self.candidate, self.starting = runtime, None, None
+
+    def detach_runtime(self):
+        """With the lock held: no process serves the session any more."""
+        self.runtime = None
+
+    def served_by(self, runtime):
+        """The last agent that served or was refused: its stderr is evidence."""
+        self.last_agent = runtime
+
+    def begin_stop(self, operation):
+        self.stop_operation = operation
+
+    def stop_ended(self):
+        self.stop_operation = None
+
+    def releasing_agent(self, releasing=True):
+        """An idle release is stopping the agent (False: it is over)."""
+        self.releasing = releasing
+
+    def beat(self, now):
+        """The last waiting heartbeat (None: the session waits on nothing)."""
+        self.heartbeat_at = now
+
+    def inspected(self, sources):
+        """What the supervision sweep verified last."""
+        self.sources = sources
+
+    def hold_permission(self, pending):
+        self.permissions[pending.request_id] = pending
+
+    def release_permission(self, request_id):
+        """The held request, no longer held (None: it was not)."""
+        return self.permissions.pop(request_id, None)
+
+    def take_tool_call_slot(self, limit):
+        """With the lock held: one more native tool call in flight, unless `limit` are already."""
+        if self.tool_calls_in_flight >= limit:
+            return False
+        self.tool_calls_in_flight += 1
+        return True
+
+    def free_tool_call_slot(self):
+        self.tool_calls_in_flight -= 1
+
+    def saw_cost(self, acp_session_id, cost):
+        """The cumulative cost the agent reported last."""
+        self.cost_seen = {"acp_session_id": acp_session_id, "amount": cost.get("amount"),
+                          "currency": cost.get("currency")}
 
     def close(self):
         self.services.store.logs.unpin(self.id)
@@ -274,78 +368,6 @@ def supervision_view(session):
             "stuck": sources.stuck if sources else None}
 
 
-class RuntimeEvents:
-    """What a session hears from its agent, in the domain's words: the ACP seam calls it from the
-    agent's reader thread after decoding (compozy.acp.client)."""
-
-    def __init__(self, session, requests, lost_outside_turn):
-        self.session, self.requests, self.lost_outside_turn = session, requests, lost_outside_turn
-
-    def is_current(self, runtime):
-        """Output counts only from the runtime serving the session, or the one being bound for it."""
-        return runtime is self.session.runtime or runtime is self.session.candidate
-
-    def output(self, runtime, events):
-        """Commit the agent's translated output under the turn it belongs to (persist, then forward)."""
-        if not self.is_current(runtime):
-            log.warning("session %s: dropped %d late event(s) from a retired agent process (pid %s)",
-                        self.session.id, len(events), runtime.process.pid)
-            return
-        turn = self.session.turn
-        turn_id = turn.id if turn is not None and turn.accepts_output else None
-        agent_name = self.session.record.agent_name
-        self.session.append([(kind, turn_id, content, agent_name) for kind, content in events])
-        self.session.touch(events[-1][0])
-        self._keep_agent_state(runtime, events, turn if turn_id is not None else None)
-        if turn is not None:
-            if turn_id is not None:
-                turn.output_seen = turn.output_seen or any(kind not in NOT_AN_ANSWER for kind, _ in events)
-                for event in events:
-                    _track_tool(turn, event)
-            turn.progress()
-
-    def _keep_agent_state(self, runtime, events, turn):
-        """The agent's commands (kept in the session's runtime), its cumulative cost (for a turn's share of it)
-        and the turn's last usage report."""
-        for kind, content in events:
-            if kind == "system" and content.get("title") == COMMANDS_UPDATE and runtime.available_commands is not None \
-                    and runtime.available_commands != self.session.record.runtime.commands:
-                self.session.update_runtime(commands=runtime.available_commands)
-            elif kind == "usage":
-                cost = content.get("cost")
-                if isinstance(cost, dict):
-                    self.session.cost_seen = {"acp_session_id": runtime.acp_session_id,
-                                              "amount": cost.get("amount"), "currency": cost.get("currency")}
-                if turn is not None:
-                    turn.last_usage = content
-
-    def permission(self, runtime, ask, reply):
-        self._heard_from_agent()
-        self.requests.permission(self.session, ask, reply)
-
-    def write(self, runtime, path, reply):
-        self._heard_from_agent()
-        self.requests.write(self.session, path, reply)
-
-    def _heard_from_agent(self):
-        turn = self.session.turn
-        if turn is not None:
-            turn.output_seen = True  # a request is output: the turn is no longer waiting for the agent's first word
-
-    def workspace_root(self):
-        return self.requests.workspace_root(self.session)
-
-    def files_denied(self):
-        return self.requests.files_denied(self.session)
-
-    def exited(self, runtime):
-        turn = self.session.turn
-        if turn is not None:
-            turn.wake.set()
-        self.session.services.observers.emit("agent_exited", self.session, runtime)
-        self.lost_outside_turn(self.session, runtime)
-
-
 def _encoded(items):
     """The items and their content texts, content nested deeper than MAX_CONTENT_DEPTH cut there first: an
     agent's update nested a thousand levels deep would break every recursive reader (json included)."""
@@ -373,14 +395,3 @@ def _redacted(items, texts, redaction):
         redacted_items.append((kind, turn_id, content, agent))
         redacted_texts.append(text)
     return redacted_items, redacted_texts
-
-
-def _track_tool(turn, event):
-    """A tool call without a result is a running tool (a work signal while verified: see
-    compozy.session.lifecycle.sources); each update of it is fresh evidence."""
-    kind, content = event
-    tool_id = content.get("tool_call_id")
-    if kind == "tool_call" and tool_id and (not content.get("update") or tool_id in turn.open_tools):
-        turn.open_tools[tool_id] = turn.clock.monotonic()
-    elif kind == "tool_result":
-        turn.open_tools.pop(tool_id, None)

@@ -118,8 +118,8 @@ class Admission:
         result = {"disposition": Disposition.STARTED.value, "turn_id": turn.id, "message_id": turn.message_id,
                   "idempotency_key": turn.idempotency_key, "replayed": False}
         self.queue.admit_started(session, turn, print_)
-        turn.result = result
-        session.inflight[turn.idempotency_key] = turn
+        turn.admitted(result)
+        session.track_inflight(turn)
         self.runner.start(session, turn)
         return result
 
@@ -137,9 +137,7 @@ class Admission:
         delivery = SteerDelivery.INJECTED if current.prompting else SteerDelivery.PENDING_INJECTION
         result = self.queue.enqueue(session, turn, print_, BusyMode.STEER, priority=0,
                                     disposition=Disposition.STEERED, delivery=delivery, into=current.id)
-        current.injections.append({"entry_id": result["entry_id"], "message": turn.message,
-                                   "message_id": turn.message_id})
-        current.wake.set()
+        current.inject({"entry_id": result["entry_id"], "message": turn.message, "message_id": turn.message_id})
         return result
 
     def promote(self, session: LiveSession, entry_id: str, body: dict) -> dict:

@@ -144,10 +144,10 @@ class AgentRequests:
     def _hold(self, session, pending, details):
         pending.held_since = iso_from_epoch(self.services.clock.wall())
         with session.lock:
-            session.permissions[pending.request_id] = pending
+            session.hold_permission(pending)
             turn = session.turn
             if turn is not None and turn.id == pending.turn_id:
-                turn.pending_permissions += 1
+                turn.permission_held()
         self.services.catalog.add_interaction(Interaction(id=pending.request_id, session_id=session.id,
                                                           turn_id=pending.turn_id, kind=pending.kind,
                                                           status=InteractionState.PENDING.value, payload=details))
@@ -168,11 +168,10 @@ class AgentRequests:
     def decide(self, session, request_id, option, reason="user"):
         """Answer a held request with one of its options (None: cancelled); False when it is no longer pending."""
         with session.lock:
-            pending = session.permissions.pop(request_id, None)
+            pending = session.release_permission(request_id)
             turn = session.turn
             if pending and turn is not None and turn.id == pending.turn_id:
-                turn.pending_permissions = max(0, turn.pending_permissions - 1)
-                turn.progress()  # the wait for a person never counts as agent silence
+                turn.permission_settled()  # the wait for a person never counts as agent silence
         if pending is None:
             return False
         settle_interaction(self.services.catalog, request_id, SETTLED_BY[reason], decision_of(option))

@@ -101,7 +101,7 @@ class InputQueue:
 
     def admit_started(self, session: LiveSession, turn: Turn, print_: str) -> None:
         """The admission of a prompt that runs now: binding until the runner reports it started."""
-        turn.admission_id = new_id("idem")
+        turn.recorded_as(new_id("idem"))
         self.catalog.add_admission(AdmissionRow(id=turn.admission_id, session_id=session.id, operation="prompt",
                                                 message_id=turn.message_id, idempotency_key=turn.idempotency_key,
                                                 fingerprint=print_, state=AdmissionState.BINDING.value))

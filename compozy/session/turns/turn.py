@@ -85,8 +85,12 @@ class Turn:
     def progress(self):
         self.last_progress = self.clock.monotonic()
 
-    def prompt_sent(self):
-        """The agent owes this prompt its first output from now (no_output warnings count from here)."""
+    def prompt_sent(self, cost_before=None):
+        """The agent owes this prompt its first output from now (no_output warnings count from here);
+        cost_before: the ACP session's cumulative cost, kept from the turn's first send (its share counts
+        from there)."""
+        if self.prompt_sent_at is None:
+            self.cost_before = cost_before
         self.prompt_sent_at = self.clock.monotonic()
         self.output_seen = False
         self.no_output_warnings = 0
@@ -96,3 +100,131 @@ class Turn:
             self.cancel_reason = reason
             self.cancel_deadline = self.clock.monotonic() + grace
         self.wake.set()
+
+    # -- every other change of a turn, one method each (tests/unit/test_owners.py: nothing outside writes one) --
+
+    def admitted(self, result):
+        """A started prompt's admission answer, recorded once the turn started."""
+        self.result = result
+
+    def recorded_as(self, admission_id):
+        """The catalog's admission row of this turn (a prompt that runs now)."""
+        self.admission_id = admission_id
+
+    def refused(self, error):
+        """Its bind was refused (or it broke before it started): error is what the prompt answers."""
+        self.bind_error = error
+
+    def opened_in_log(self):
+        """Its user_message is stored: it ends with exactly one done or error from now."""
+        self.opened = True
+
+    def mark_bound(self):
+        self.bound.set()
+
+    def mark_finished(self):
+        """True the first time only: the caller stores the turn's one terminal event."""
+        first, self.finished = not self.finished, True
+        return first
+
+    def end(self):
+        """The worker is done with it: whoever waits on its bind or its end goes on."""
+        self.bound.set()
+        self.ended.set()
+
+    def awaiting(self, pending):
+        """The agent's answer to come (compozy.acp.driver's pending call)."""
+        self.pending = pending
+
+    def wake_up(self):
+        self.wake.set()
+
+    def clear_wake(self):
+        self.wake.clear()
+
+    def nap(self, seconds):
+        """Wait for a wake (or seconds), then take it."""
+        self.wake.wait(seconds)
+        self.wake.clear()
+
+    def inject(self, steer):
+        """A steer for the running turn: the runner delivers it between the agent's outputs."""
+        self.injections.append(steer)
+        self.wake.set()
+
+    def next_injection(self):
+        return self.injections.pop(0) if self.injections else None
+
+    def heard_output(self, answers=True):
+        """The agent said something (answers: something other than of itself): no longer waiting for its first word."""
+        self.output_seen = self.output_seen or answers
+
+    def usage_reported(self, usage):
+        self.last_usage = usage
+
+    def track_tool(self, kind, content):
+        """A tool call without a result is a running tool (a work signal while verified: see
+        compozy.session.lifecycle.sources); each update of it is fresh evidence."""
+        tool_id = content.get("tool_call_id")
+        if kind == "tool_call" and tool_id and (not content.get("update") or tool_id in self.open_tools):
+            self.open_tools[tool_id] = self.clock.monotonic()
+        elif kind == "tool_result":
+            self.open_tools.pop(tool_id, None)
+
+    def tool_call_began(self):
+        self.tool_calls += 1
+
+    def tool_call_ended(self):
+        self.tool_calls -= 1
+        self.progress()
+
+    def permission_held(self):
+        self.pending_permissions += 1
+
+    def permission_settled(self):
+        """A person's wait ended: it never counts as agent silence."""
+        self.pending_permissions = max(0, self.pending_permissions - 1)
+        self.progress()
+
+    # -- the supervision sweep's timers --
+
+    def escalate_cancel(self):
+        """The agent ignored the cancel for the whole grace: the runner forces it."""
+        self.escalate = True
+        self.wake.set()
+
+    def worked(self, now):
+        """Another work signal (a verified running tool, a reply that can still come, a busy child)."""
+        self.last_work = now
+
+    def deadline_reached(self):
+        self.deadline_hit = True
+
+    def progress_reported(self, now):
+        self.last_progress_event = now
+
+    def warned_no_output(self):
+        self.no_output_warnings += 1
+
+    def quiet(self, warning):
+        """The watchdog's warning while the agent is silent (None: it spoke again)."""
+        self.quiet_warning = warning
+
+    # -- recovery of a lost agent --
+
+    def recovery_state(self, started_at, max_attempts):
+        """The recovery record of this turn, made at its first loss."""
+        if self.recovery is None:
+            self.recovery = {"attempt": 0, "max_attempts": max_attempts, "started_at": started_at, "generation": 0}
+        return self.recovery
+
+    def await_recovery(self, due):
+        """The next attempt is due at `due` (monotonic): the sweep fires it."""
+        self.recovery_ready, self.recovery_due = False, due
+
+    def recovery_fired(self):
+        self.recovery_ready = True
+        self.wake.set()
+
+    def recovery_waited(self):
+        self.recovery_due = None
