@@ -164,7 +164,7 @@ class LiveSession:
         """The secret values redacted from text joined from this session's chunks (replay.assembled)."""
         return read_secrets(self.services, self)
 
-    def append_event(self, kind, content, turn_id=None):
+    def append_event(self, kind: str, content: dict, turn_id: str | None = None) -> dict:
         return self.append([(kind, turn_id, content, self.record.agent_name)])[0]
 
     def marker(self, kind, summary, turn_id=None, **evidence):
@@ -210,7 +210,7 @@ class LiveSession:
             self._carried = CarriedContext.from_dict(document) if document else None
         return self._carried
 
-    def current_turn_id(self):
+    def current_turn_id(self) -> str | None:
         turn = self.turn
         return turn.id if turn else None
 
@@ -234,97 +234,97 @@ class LiveSession:
 
     # -- every other change of a live session, one method each (tests/unit/test_owners.py) --
 
-    def begin_turn(self, turn):
+    def begin_turn(self, turn: Any) -> None:
         """With the lock held: turn becomes current; the session is no longer idle."""
         self.turn, self.idle_since = turn, None
 
-    def advance_to(self, turn):
+    def advance_to(self, turn: Any) -> None:
         """With the lock held: the current turn is over and `turn` (None: nothing yet) follows it."""
         self.turn = turn
         if turn is not None:
             self.idle_since = None
 
-    def went_idle(self, now):
+    def went_idle(self, now: float) -> None:
         self.idle_since = now
 
-    def run_by(self, worker):
+    def run_by(self, worker: threading.Thread | None) -> None:
         """The thread that runs its turns (None: it parked out)."""
         self.worker = worker
 
-    def wake_worker(self):
+    def wake_worker(self) -> None:
         self.worker_wake.set()
 
-    def worker_woke(self):
+    def worker_woke(self) -> None:
         self.worker_wake.clear()
 
-    def track_inflight(self, turn):
+    def track_inflight(self, turn: Any) -> None:
         """A started prompt whose bind a retry with its key waits on."""
         self.inflight[turn.idempotency_key] = turn
 
-    def forget_inflight(self, key):
+    def forget_inflight(self, key: str) -> None:
         self.inflight.pop(key, None)
 
-    def starting_agent(self, starting):
+    def starting_agent(self, starting: dict | None) -> None:
         """The agent being started ({agent, provider, since, started}; None: the start is over)."""
         self.starting = starting
 
-    def bind_candidate(self, runtime):
+    def bind_candidate(self, runtime: Any) -> None:
         """The runtime being bound, before it serves (a stop sees it); None: none."""
         self.candidate = runtime
 
-    def drop_candidate(self):
+    def drop_candidate(self) -> Any:
         """The runtime being bound, no longer the session's."""
         candidate, self.candidate = self.candidate, None
         return candidate
 
-    def bound_to(self, runtime):
+    def bound_to(self, runtime: Any) -> None:
         """With the lock held: runtime serves the session from now; no start is pending."""
         self.runtime, self.candidate, self.starting = runtime, None, None
 
-    def detach_runtime(self):
+    def detach_runtime(self) -> None:
         """With the lock held: no process serves the session any more."""
         self.runtime = None
 
-    def served_by(self, runtime):
+    def served_by(self, runtime: Any) -> None:
         """The last agent that served or was refused: its stderr is evidence."""
         self.last_agent = runtime
 
-    def begin_stop(self, operation):
+    def begin_stop(self, operation: Any) -> None:
         self.stop_operation = operation
 
-    def stop_ended(self):
+    def stop_ended(self) -> None:
         self.stop_operation = None
 
-    def releasing_agent(self, releasing=True):
+    def releasing_agent(self, releasing: bool = True) -> None:
         """An idle release is stopping the agent (False: it is over)."""
         self.releasing = releasing
 
-    def beat(self, now):
+    def beat(self, now: float | None) -> None:
         """The last waiting heartbeat (None: the session waits on nothing)."""
         self.heartbeat_at = now
 
-    def inspected(self, sources):
+    def inspected(self, sources: Any) -> None:
         """What the supervision sweep verified last."""
         self.sources = sources
 
-    def hold_permission(self, pending):
+    def hold_permission(self, pending: Any) -> None:
         self.permissions[pending.request_id] = pending
 
-    def release_permission(self, request_id):
+    def release_permission(self, request_id: str) -> Any:
         """The held request, no longer held (None: it was not)."""
         return self.permissions.pop(request_id, None)
 
-    def take_tool_call_slot(self, limit):
+    def take_tool_call_slot(self, limit: int) -> bool:
         """With the lock held: one more native tool call in flight, unless `limit` are already."""
         if self.tool_calls_in_flight >= limit:
             return False
         self.tool_calls_in_flight += 1
         return True
 
-    def free_tool_call_slot(self):
+    def free_tool_call_slot(self) -> None:
         self.tool_calls_in_flight -= 1
 
-    def saw_cost(self, acp_session_id, cost):
+    def saw_cost(self, acp_session_id: str | None, cost: dict) -> None:
         """The cumulative cost the agent reported last."""
         self.cost_seen = {"acp_session_id": acp_session_id, "amount": cost.get("amount"),
                           "currency": cost.get("currency")}
