@@ -5,7 +5,6 @@ archived, unless the request asks to stop it first through the normal ladder.
 """
 
 from compozy import validate as v
-from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.session.records.governed import is_spawned_child_of, refuse_user_action
 from compozy.states import SessionState, StopAnswer, StopCause
@@ -59,7 +58,7 @@ def archive(stopper, session, stop_first, caller_id=None):
     with session.lock:
         if session.state != SessionState.STOPPED:
             raise CompozyError("session_archive_stop_failed", "the session did not stay stopped")
-        return session.save(archived=True, archived_at=now_iso())
+        return session.save(archived=True, archived_at=session.services.clock.now_iso())
 
 
 def unarchive(session):
