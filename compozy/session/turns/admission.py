@@ -8,6 +8,8 @@ a queued entry promoted to steer leaves the queue and steers with its own text (
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
@@ -33,7 +35,7 @@ class Admission:
 
     # -- prompts ----------------------------------------------------------------------------
 
-    def prompt(self, session: LiveSession, body: dict) -> dict:
+    def prompt(self, session: LiveSession, body: Mapping[str, Any]) -> dict:
         body = v.check_body(body, v.PROMPT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
@@ -140,7 +142,7 @@ class Admission:
         current.inject({"entry_id": result["entry_id"], "message": turn.message, "message_id": turn.message_id})
         return result
 
-    def promote(self, session: LiveSession, entry_id: str, body: dict) -> dict:
+    def promote(self, session: LiveSession, entry_id: str, body: Mapping[str, Any]) -> dict:
         """Take a queued entry out of the queue and steer the current turn with its text."""
         body = v.check_body(body, v.STEER_FIELDS)
         validate_id(body["expected_turn_id"], "turn", field="expected_turn_id")

@@ -9,7 +9,7 @@ queue, and the runner takes entries from it and reports how they went.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from compozy import serialize
 from compozy import validate as v
@@ -61,7 +61,7 @@ class InputQueue:
                             "this idempotency_key was used for a different request")
         return None if existing is None else replayed(existing)
 
-    def edit(self, session: LiveSession, entry_id: str, body: dict) -> dict:
+    def edit(self, session: LiveSession, entry_id: str, body: Mapping[str, Any]) -> dict:
         body = v.check_body(body, v.EDIT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
