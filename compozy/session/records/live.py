@@ -21,6 +21,7 @@ from compozy.proc import ProcessTable
 from compozy.redact import EncodedRedaction, known_secret_values
 from compozy.session.records.feed import Feed, attention_changed, catalog_changed
 from compozy.session.records.observers import Observers
+from compozy.session.records.record import RuntimeRecord, SessionRecord
 from compozy.session.records.replay import CarriedContext
 from compozy.session.records.store import SessionStore
 from compozy.session.records.waiting import active_children, outside_work, waiting_view
@@ -63,7 +64,7 @@ class Services:
 
 
 class LiveSession:
-    def __init__(self, services, record):
+    def __init__(self, services: Services, record: SessionRecord) -> None:
         self.services = services
         self.id = record.id
         self.lock = threading.RLock()
@@ -74,22 +75,22 @@ class LiveSession:
         self.runtime = None
         self.candidate = None  # the runtime being bound, before it serves the session
         self.turn = None
-        self.worker = None
+        self.worker: threading.Thread | None = None
         self.worker_wake = threading.Event()  # a new turn for a parked worker (see the runner)
         self.stop_operation = None
-        self.permissions = {}  # request_id -> PendingPermission
-        self.inflight = {}  # idempotency_key -> Turn still binding
+        self.permissions: dict[str, Any] = {}  # request_id -> PendingPermission
+        self.inflight: dict[str, Any] = {}  # idempotency_key -> Turn still binding
         self.tool_calls_in_flight = 0  # native tool calls of this session's agent the daemon serves now
         self.activity = {"last_activity_at": (record.activity or {}).get("last_activity_at"),
                          "last_activity_kind": None}
-        self.idle_since = None
+        self.idle_since: float | None = None
         self.releasing = False  # an idle release is stopping the agent
         self.runtime_since = services.clock.monotonic()  # when the runtime status last changed (lifecycle.stuck)
         self.sources = None  # what the supervision sweep last verified (the sources module of lifecycle)
-        self.starting = None  # the agent being started for this session: {agent, provider, since, started}
+        self.starting: dict | None = None  # the agent being started for this session: {agent, provider, since, started}
         self.last_agent = None  # the last agent that served or was refused: its stderr is evidence
-        self.cost_seen = None  # the cumulative cost the agent last reported: {acp_session_id, amount, currency}
-        self.heartbeat_at = None  # the last waiting heartbeat (monotonic), while the session waits
+        self.cost_seen: dict | None = None  # the agent's last cumulative cost: {acp_session_id, amount, currency}
+        self.heartbeat_at: float | None = None  # the last waiting heartbeat (monotonic), while the session waits
         self._carried = None
 
     @property
@@ -102,7 +103,7 @@ class LiveSession:
 
     # -- durable writes --------------------------------------------------------------------
 
-    def save(self, **changes):
+    def save(self, **changes: Any) -> SessionRecord:
         """Change fields of the record and write it: meta.json, then the catalog row."""
         with self.lock:
             attention = self.record.attention
@@ -115,7 +116,7 @@ class LiveSession:
             self.services.observers.emit("attention_changed", self, attention, self.record.attention)
         return self.record
 
-    def change_state(self, new_state, **changes):
+    def change_state(self, new_state: str, **changes: Any) -> SessionRecord:
         """The one way the lifecycle state changes: an edge of the session table."""
         with self.lock:
             old = self.record.state
@@ -123,7 +124,7 @@ class LiveSession:
         self.services.observers.emit("state_changed", self, old, record.state)
         return record
 
-    def runtime_with(self, **fields):
+    def runtime_with(self, **fields: Any) -> RuntimeRecord:
         """The stored runtime with fields changed; a new status must be an edge of the runtime table.
         `effective` describes the process serving the session: a status without one clears it
         (`last_known` keeps what ran)."""
@@ -167,13 +168,13 @@ class LiveSession:
     def append_event(self, kind: str, content: dict, turn_id: str | None = None) -> dict:
         return self.append([(kind, turn_id, content, self.record.agent_name)])[0]
 
-    def marker(self, kind, summary, turn_id=None, **evidence):
+    def marker(self, kind: str, summary: str, turn_id: str | None = None, **evidence: Any) -> dict:
         marker = {"kind": kind, "occurred_at": self.services.clock.now_iso(), "summary": summary[:2048]}
         if evidence:
             marker["evidence"] = evidence
         return self.append_event("transcript_marker.created", {"marker": marker}, turn_id)
 
-    def touch(self, kind):
+    def touch(self, kind: str) -> None:
         self.activity = {"last_activity_at": iso_from_epoch(self.services.clock.wall()), "last_activity_kind": kind}
 
     # -- reads -------------------------------------------------------------------------------
@@ -196,7 +197,7 @@ class LiveSession:
             return {"runtime": live, "activity": activity, "health": self.health(),
                     "supervision": supervision_view(self)}
 
-    def health(self):
+    def health(self) -> dict:
         runtime, turn = self.runtime, self.turn
         return serialize.health(self.record, runtime is not None and runtime.alive, turn is not None)
 
