@@ -9,9 +9,12 @@ outcome `created`. A message is admitted afterwards through the ordinary prompt 
 that fails the error names the new session (child_session_id). The source is never changed.
 """
 
+from __future__ import annotations
+
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from compozy import validate as v
 from compozy.errors import CompozyError, invalid
@@ -24,11 +27,14 @@ from compozy.session.derive.sources import snapshot
 from compozy.session.records.feed import catalog_changed
 from compozy.session.records.governed import check_agent_creation
 from compozy.session.records.receipts import recorded
+from compozy.session.records.record import SessionRecord
 from compozy.session.records.snapshots import FIELDS as RUNTIME_FIELDS
 from compozy.session.records.snapshots import check_snapshot, layer
+from compozy.session.records.store import SessionStore
 from compozy.session.records.transcript import check_fences, expected_fences
 from compozy.session.turns.messages import check_message, fingerprint
 from compozy.states import DERIVATION, DerivationState, DeriveAnswer, FirstPrompt
+from compozy.store.derivations import Derived
 from compozy.store.records import Derivation
 
 log = logging.getLogger("compozy.derive")
@@ -70,7 +76,7 @@ class Outcome:
         return Answer(DeriveAnswer.REPLAYED if self.replayed else DeriveAnswer.CREATED, document)
 
 
-def continue_request(source_id, workspace_id, body):
+def continue_request(source_id: str, workspace_id: str, body: Mapping[str, Any]) -> Request:
     body = v.check_body(body, v.CONTINUE_FIELDS)
     runtime = check_snapshot(body["runtime"]) if "runtime" in body else None
     if runtime is not None and "route" in body:
@@ -81,7 +87,7 @@ def continue_request(source_id, workspace_id, body):
                     message=message, runtime=runtime, route=body.get("route"))
 
 
-def fork_request(source_id, workspace_id, body):
+def fork_request(source_id: str, workspace_id: str, body: Mapping[str, Any]) -> Request:
     body = v.check_body(body, v.FORK_FIELDS)
     message_id = validate_client_token(body["message_id"], "message_id") if "message_id" in body else None
     return _request("fork", source_id, workspace_id, body, name=_name(body), message_id=message_id)
@@ -111,7 +117,7 @@ class Deriver:
     def derived(self):
         return self.services.catalog.derived
 
-    def derive(self, request, creator=None):
+    def derive(self, request: Request, creator: SessionRecord | None = None) -> Outcome:
         """The Outcome of a continue or fork; one (workspace, key) creates at most one session. creator: the
         record of the agent's session that asks, held to the limits on what agents create."""
         with self._stripes[hash((request.workspace_id, request.key)) % KEY_STRIPES]:
@@ -239,7 +245,8 @@ def _identity(last_known):
     return {name: value for name, value in (last_known or {}).items() if name in RUNTIME_FIELDS and value}
 
 
-def move(derived, workspace_id, key, new, repair=False, **fields):
+def move(derived: Derived, workspace_id: str, key: str, new: DerivationState, repair: bool = False,
+         **fields: Any) -> None:
     """A derivation row along its table, compare-and-set from creating; withdrawn deletes it."""
     old = DerivationState.CREATING
     new = DERIVATION.check(old, new, repair)
@@ -251,7 +258,7 @@ def move(derived, workspace_id, key, new, repair=False, **fields):
         raise AssertionError(f"derivation {workspace_id}/{key} is no longer {old}")
 
 
-def settle_interrupted(store):
+def settle_interrupted(store: SessionStore) -> list[str]:
     """Boot: a derivation an unclean exit caught mid-creation stands when its session was written
     whole; otherwise its leftovers go and a retry runs again."""
     derived, settled = store.catalog.derived, []
