@@ -11,6 +11,8 @@ as a read, anything that changes one as an edit; a held tool call keeps its call
 it is decided.
 """
 
+from __future__ import annotations
+
 import logging
 import os
 import threading
@@ -21,6 +23,7 @@ from compozy.errors import CompozyError
 from compozy.ids import new_id
 from compozy.session.records.control import settle_interaction
 from compozy.session.records.governed import permission_mode
+from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.workspaces import protected_homes, unsafe_reason
 from compozy.session.turns.choices import (ALLOWING, DAEMON_OPTIONS, REJECTING, chosen, decision_of,
                                            first_of_kinds, outcome)
@@ -61,16 +64,16 @@ def inside(root, path):
 
 
 class AgentRequests:
-    def __init__(self, services):
+    def __init__(self, services: Services) -> None:
         self.services = services
 
-    def mode(self, session=None):
+    def mode(self, session: LiveSession | None = None) -> str:
         return permission_mode(self.services.config, session.record if session is not None else None)
 
-    def files_denied(self, session=None):
+    def files_denied(self, session: LiveSession | None = None) -> bool:
         return self.mode(session) == PermissionMode.DENY_ALL
 
-    def workspace_root(self, session):
+    def workspace_root(self, session: LiveSession) -> str | None:
         """The canonical folder stored at registration (never re-resolved); None for a workspace
         registered before the home rules, which may hold the daemon's home: it gets no file access."""
         workspace = self.services.catalog.workspace(session.record.workspace_id)
@@ -165,7 +168,7 @@ class AgentRequests:
             raise CompozyError("permission_request_not_found", f"no pending request {request_id}")
         return option
 
-    def decide(self, session, request_id, option, reason="user"):
+    def decide(self, session: LiveSession, request_id: str, option: dict | None, reason: str = "user") -> bool:
         """Answer a held request with one of its options (None: cancelled); False when it is no longer pending."""
         with session.lock:
             pending = session.release_permission(request_id)
@@ -180,13 +183,13 @@ class AgentRequests:
         pending.reply.answer(option)
         return True
 
-    def cancel_all(self, session, turn_id=None):
+    def cancel_all(self, session: LiveSession, turn_id: str | None = None) -> None:
         """ACP requires every pending permission of a cancelled turn to be answered cancelled."""
         for request_id, pending in list(session.permissions.items()):
             if turn_id is None or pending.turn_id == turn_id:
                 self.decide(session, request_id, None, "cancelled")
 
-    def expire(self, session, timeout, now):
+    def expire(self, session: LiveSession, timeout: float, now: float) -> None:
         """Nobody answered in time: the first rejecting option offered, else cancelled."""
         for request_id, pending in list(session.permissions.items()):
             if now - pending.created >= timeout:

@@ -14,8 +14,11 @@ or not passes are enabled: it replaces an unset name or one a title pass or the 
 explicit one; `auto_title.source` is then `agent`.
 """
 
+from __future__ import annotations
+
 import logging
 import threading
+from typing import Any, Mapping
 
 from compozy import validate as v
 from compozy.acp.client import launch, open_session
@@ -24,8 +27,11 @@ from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.launch_aliases import resolve
 from compozy.session.records.governed import refuse_user_action
+from compozy.session.records.live import LiveSession
+from compozy.session.records.record import SessionRecord
 from compozy.session.records.replay import turn_text
 from compozy.states import TITLE, PermissionDecision, SessionType, TitleState
+from compozy.store.eventlog import EventLog
 from compozy.text import one_line
 
 log = logging.getLogger("compozy.titles")
@@ -41,7 +47,7 @@ PROMPT = ("Write a short title (at most 8 words) for this conversation. Answer w
           "no quotes.\n\nUser: {user}\n\nAssistant: {assistant}\n")
 
 
-def move_title(record, new, **fields):
+def move_title(record: SessionRecord, new: TitleState, **fields: Any) -> None:
     """The one way `auto_title` changes: born running (a pass) or titled (the agent's own title), then
     an edge of the TITLE table."""
     current = (record.extra.get(AUTO_TITLE) or {}).get("state")
@@ -49,7 +55,7 @@ def move_title(record, new, **fields):
     record.extra[AUTO_TITLE] = {"state": new.value, "at": now_iso(), **fields}
 
 
-def rename(session, body):
+def rename(session: LiveSession, body: Mapping[str, Any]) -> SessionRecord:
     """An explicit name from a person: it wins over any title pass, running or to come."""
     body = v.check_body(body, v.RENAME_FIELDS)
     name = body["name"].strip()
@@ -188,7 +194,7 @@ class Titles:
                 self.agents.discard(runtime)
 
 
-def first_exchange(log, secrets):
+def first_exchange(log: EventLog, secrets: Any) -> dict:
     """The first user message and the first answer (its joined text redacted), each bounded."""
     events = log.read(types=["user_message", "agent_message", "done"], limit=1000, after_sequence=0)
     user = next((e["content"].get("text", "") for e in events if e["type"] == "user_message"), "")
@@ -197,7 +203,7 @@ def first_exchange(log, secrets):
     return {"user": user[:EXCERPT_CHARS], "assistant": answer[:EXCERPT_CHARS]}
 
 
-def clean_title(text):
+def clean_title(text: str) -> str | None:
     """The first non-empty line, without quotes or a `Title:` label, one line, at most TITLE_CHARS."""
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if line.lower().startswith("title:"):
