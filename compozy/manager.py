@@ -8,13 +8,14 @@ import json
 import logging
 import threading
 from functools import partial
+from types import MappingProxyType
 from typing import Any, Iterator, Mapping
 
-from compozy import __version__, serialize
-from compozy import validate as v
+from compozy import __version__, parsing, serialize
+from compozy.api import OPERATIONS
 from compozy.clock import SYSTEM
-from compozy.errors import CompozyError, invalid
-from compozy.ids import is_valid_id, validate_id
+from compozy.errors import CompozyError
+from compozy.ids import validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
@@ -52,8 +53,8 @@ from compozy.store.eventlog import EventLogPool
 
 log = logging.getLogger("compozy.manager")
 
-Body = Mapping[str, Any]  # a request's body, as its surface parsed it
-Query = Mapping[str, Any]  # a request's query parameters
+Fields = Mapping[str, Any]  # a request's body or query, as compozy.parsing's edge passes it: parsed
+NOTHING: Mapping[str, Any] = MappingProxyType({})  # never used: the edge passes the parsed request
 
 DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
@@ -140,9 +141,8 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
 
     # -- workspaces ---------------------------------------------------------------------
 
-    def create_workspace(self, body: Body) -> dict:
+    def create_workspace(self, body: Fields) -> dict:
         """Register a workspace by name and absolute path."""
-        body = v.check_body(body, v.WORKSPACE_FIELDS)
         return {"workspace": serialize.workspace_resource(self.workspaces.register(body["name"], body["path"]))}
 
     def list_workspaces(self) -> dict:
@@ -151,7 +151,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
 
     # -- the catalog ----------------------------------------------------------------------
 
-    def create_session(self, body: Body, identity: Any = None) -> dict:
+    def create_session(self, body: Fields, identity: Any = None) -> dict:
         """Create a durable logical session: active, runtime unbound, no agent process. identity: the
         (session ID, binding secret) a bound agent presents; it is the parent unless the body names one."""
         self._require_admission()
@@ -162,7 +162,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
         self.services.observers.emit("created", record)
         return {"session": self._resource(record)}
 
-    def spawn_session(self, caller: Any, body: Body, spawn: Any) -> dict:
+    def spawn_session(self, caller: Any, body: Fields, spawn: Any) -> dict:
         """A governed `spawned` child of a bound agent's session (the create tool with spawn)."""
         self._require_admission()
         record = self.observers["children"].spawn(caller, body, spawn)
@@ -192,21 +192,13 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
         return {**document, **agent_evidence(self.live.get(record.id), record, log),
                 "threads": self.services.threads.view(record.id)}
 
-    def list_sessions(self, query: Query | None = None, encoded: bool = False) -> dict | serialize.JSONText:
+    def list_sessions(self, query: Fields = NOTHING, encoded: bool = False) -> dict | serialize.JSONText:
         """Catalog page, newest first, with the interface's filters and keyset cursor.
 
         encoded=True answers JSON text assembled from each row's stored rendered read, so a
         page of 1,000 sessions costs one query and a join, not 1,000 decodes and encodes.
         """
-        query = dict(query or {})
-        unknown = sorted(set(query) - set(v.LIST_QUERY))
-        if unknown:
-            raise invalid(f"unknown filter(s): {', '.join(unknown)}", filters=unknown)
-        bounds = v.LIST_QUERY["limit"]
-        limit = v.query_int(query.get("limit"), "limit", bounds.minimum, bounds.maximum) or DEFAULT_LIST_LIMIT
-        cursor = query.get("cursor")
-        if cursor is not None and not is_valid_id(cursor, "sess"):
-            raise invalid("cursor must be the next_cursor of an earlier page", field="cursor")
+        limit, cursor = query.get("limit") or DEFAULT_LIST_LIMIT, query.get("cursor")
         rows, has_more, total = self.catalog.list_sessions(list_filters(query, self.workspaces), limit, cursor)
         page = {"limit": limit, "total": total, "has_more": has_more,
                 "next_cursor": rows[-1][0] if has_more and rows else None}
@@ -215,7 +207,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
             return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)}}}')
         return {"sessions": [json.loads(self._list_row_text(*row)) for row in rows], "page": page}
 
-    def rename_session(self, session_id: str, workspace: str | None, body: Body) -> dict:
+    def rename_session(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """An explicit name; it always wins over an auto title."""
         return {"session": self._resource(titles.rename(self._session(session_id, workspace), body), precise=True)}
 
@@ -235,12 +227,12 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
 
     # -- prompts and busy input -----------------------------------------------------------
 
-    def prompt(self, session_id: str, workspace: str | None, body: Body) -> dict:
+    def prompt(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""
         document = self.engine.prompt(self._session(session_id, workspace), body)
         return serialize.Answer(document["prompt"]["disposition"], document)
 
-    def prompt_stream(self, session_id: str, workspace: str | None, body: Body) -> Iterator:
+    def prompt_stream(self, session_id: str, workspace: str | None, body: Fields) -> Iterator:
         """The admission, then every committed event of its turn until the turn ends."""
         session = self._session(session_id, workspace)
         cursor = session.log.last_sequence()
@@ -256,7 +248,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
                 yield [(r["type"], r) for r in batch if r["turn_id"] == turn_id] if batch else (None, None)
         return events()
 
-    def cancel_turn(self, session_id: str, workspace: str | None, body: Body | None = None) -> dict:
+    def cancel_turn(self, session_id: str, workspace: str | None, body: Fields = NOTHING) -> dict:
         """Stop the current turn without a replacement (the session stays active)."""
         return self.engine.cancel_turn(self._session(session_id, workspace), body)
 
@@ -264,11 +256,11 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
         """The daemon-owned input queue, in run order."""
         return self.engine.list_inputs(self._session(session_id, workspace))
 
-    def edit_input(self, session_id: str, workspace: str | None, entry: str, body: Body) -> dict:
+    def edit_input(self, session_id: str, workspace: str | None, entry: str, body: Fields) -> dict:
         """Replace a queued entry's text (new message_id and idempotency_key unless retried)."""
         return self.engine.edit_input(self._session(session_id, workspace), entry, body)
 
-    def steer_input(self, session_id: str, workspace: str | None, entry: str, body: Body) -> dict:
+    def steer_input(self, session_id: str, workspace: str | None, entry: str, body: Fields) -> dict:
         """Promote a queued entry to steer the current turn (fenced by expected_turn_id)."""
         return self.engine.steer_input(self._session(session_id, workspace), entry, body)
 
@@ -276,29 +268,26 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
         """Remove a queued entry before it runs."""
         return self.engine.cancel_input(self._session(session_id, workspace), entry)
 
-    def set_runtime(self, session_id: str, workspace: str | None, body: Body) -> dict:
+    def set_runtime(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Persist next-prompt runtime intent (PUT with the complete runtime and expected_revision)."""
         session = self._session(session_id, workspace)
         return {"session": self._resource(set_selection(session, body), precise=True)}
 
-    def clear_runtime(self, session_id: str, workspace: str | None, query: Query | None = None) -> dict:
+    def clear_runtime(self, session_id: str, workspace: str | None, query: Fields = NOTHING) -> dict:
         """Clear the selection at query's expected_revision."""
         session = self._session(session_id, workspace)
-        revision = v.query_int((query or {}).get("expected_revision"), "expected_revision")
-        return {"session": self._resource(clear_selection(session, revision), precise=True)}
+        return {"session": self._resource(clear_selection(session, query["expected_revision"]), precise=True)}
 
-    def approve(self, session_id: str, workspace: str | None, body: Body) -> dict:
+    def approve(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Answer a pending permission request."""
         session = self._session(session_id, workspace)
-        body = v.check_body(body, v.APPROVE_FIELDS)
-        v.APPROVE_CHOICE.check(body)
         validate_id(body["request_id"], "perm", field="request_id", not_found="permission_request_not_found")
         option = self.requests.approve(session, body["request_id"], body.get("option_id"), body.get("decision"))
         return {"permission": {"request_id": body["request_id"], **outcome(option), "status": "approved"}}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def stop_session(self, session_id: str, workspace: str | None, body: Body | None = None,
+    def stop_session(self, session_id: str, workspace: str | None, body: Fields = NOTHING,
                      caller_id: str | None = None) -> dict:
         """Per the seed: accepted (wait false), the outcome (wait true), or the legacy answer (wait omitted)."""
         session = self._session(session_id, workspace)
@@ -307,22 +296,21 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
             document = {"session": self._resource(session.record, precise=True)}
         return serialize.Answer(kind, document)
 
-    def archive_session(self, session_id: str, workspace: str | None, query: Query | None = None,
+    def archive_session(self, session_id: str, workspace: str | None, query: Fields = NOTHING,
                         caller_id: str | None = None) -> dict:
         """Leave the default catalog (stopping first when the query says stop=true; a daemon-managed session is
         stopped only by its parent's agent, caller_id, as with stop)."""
         session = self._session(session_id, workspace)
-        stop = bool(v.query_bool((query or {}).get("stop"), "stop"))
+        stop = bool(query and query.get("stop"))
         return {"session": self._resource(lifecycle.archive(self.stopper, session, stop, caller_id), precise=True)}
 
     def unarchive_session(self, session_id: str, workspace: str | None) -> dict:
         """Return to the default catalog; the session stays stopped."""
         return {"session": self._resource(lifecycle.unarchive(self._session(session_id, workspace)), precise=True)}
 
-    def repair_session(self, session_id: str, workspace: str | None, body: Body) -> dict:
+    def repair_session(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Append-only transcript repair of an interrupted last turn."""
         session = self._session(session_id, workspace)
-        body = v.check_body(body, v.REPAIR_FIELDS)
         with session.lock:
             result = repair.repair(self.store, session.record, body.get("dry_run", False), body.get("force", False),
                                    publish=session.feed.publish)
@@ -330,30 +318,30 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
 
     # -- derived work ----------------------------------------------------------------------------
 
-    def rewind(self, session_id: str, workspace: str | None, body: Body) -> dict:
+    def rewind(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Archive a user message and everything after it; its text comes back as draft_text."""
         session = self._session(session_id, workspace)
         result = self.rewinder.rewind(session, body)
         return {"session": self._resource(session.record, precise=True), "rewind": result}
 
-    def clear_conversation(self, session_id: str, workspace: str | None, body: Body) -> dict:
+    def clear_conversation(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Archive the whole active transcript and discard a carried context: the next prompt starts fresh."""
         session = self._session(session_id, workspace)
         result = self.clearer.clear(session, body)
         return {"session": self._resource(session.record, precise=True), "clear": result}
 
-    def continue_session(self, session_id: str, workspace: str | None, body: Body, creator: Any = None) -> dict:
+    def continue_session(self, session_id: str, workspace: str | None, body: Fields, creator: Any = None) -> dict:
         """A new session carrying this one's conversation to another agent; the source is untouched.
         creator: the record of the agent's session that asks (the native tool), held to the agents' limits."""
         request = continue_request(session_id, self.workspaces.resolve(workspace)["id"], body)
         return self.deriver.derive(request, creator).answer(partial(self._resource, precise=True))
 
-    def fork_session(self, session_id: str, workspace: str | None, body: Body, creator: Any = None) -> dict:
+    def fork_session(self, session_id: str, workspace: str | None, body: Fields, creator: Any = None) -> dict:
         """A new session of the same agent and runtime carrying this conversation (or a prefix of it)."""
         request = fork_request(session_id, self.workspaces.resolve(workspace)["id"], body)
         return self.deriver.derive(request, creator).answer(partial(self._resource, precise=True))
 
-    def derive_preview(self, session_id: str, workspace: str | None, query: Query | None = None) -> dict:
+    def derive_preview(self, session_id: str, workspace: str | None, query: Fields = NOTHING) -> dict:
         """What a continue or fork would carry right now, at which fences; it never writes."""
         return sources.preview(self._session(session_id, workspace), self.services, query)
 
@@ -406,3 +394,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls):
 
     def _catalog_changed(self, change, record):
         catalog_changed(self.services.catalog_feed, change, record)
+
+
+# Each façade method the table names takes its operation's parsed request (compozy/parsing.py).
+parsing.edges(SessionManager, OPERATIONS, also=(("prompt_stream", "session.prompt"),))

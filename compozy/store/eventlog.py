@@ -23,7 +23,6 @@ from compozy.text import compact_json
 MAX_READ_LIMIT = 1000
 SQLITE_MAX = 2**63 - 1
 DEFAULT_READ_LIMIT = 200
-ARCHIVE_FILTERS = ("active", "archived", "all")
 
 COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}

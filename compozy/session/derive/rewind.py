@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import validate_client_token
 from compozy.session.records.live import LiveSession
@@ -50,7 +49,6 @@ class Rewinder:
 
     def rewind(self, session: LiveSession, body: dict) -> dict:
         """The rewind result; a retry with the same key answers the first one with replayed: true."""
-        body = v.check_body(body, v.REWIND_FIELDS)
         message_id = validate_client_token(body["message_id"], "message_id")
         key = validate_client_token(body["idempotency_key"], "idempotency_key")
         expected = expected_fences(body, required=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.session.lifecycle.stop import Stopper
 from compozy.session.records.live import LiveSession
@@ -24,7 +23,7 @@ def stop(stopper: Stopper, session: LiveSession, body: Mapping[str, Any] | None,
          caller_id: str | None = None) -> tuple[StopAnswer, dict | None]:
     """(StopAnswer, document): accepted, the outcome, already stopped (no document), or legacy.
     caller_id: the session whose agent asks (the native stop tool); it may stop its own spawned children."""
-    body = v.check_body(body, v.STOP_FIELDS)
+    body = body or {}
     by_parent = caller_id is not None and is_spawned_child_of(session.record, caller_id)
     if not by_parent:
         refuse_user_action(session.record, "stopped")

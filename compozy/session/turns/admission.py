@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
 from compozy.session.records.governed import refuse_expired
@@ -36,7 +35,6 @@ class Admission:
     # -- prompts ----------------------------------------------------------------------------
 
     def prompt(self, session: LiveSession, body: Mapping[str, Any]) -> dict:
-        body = v.check_body(body, v.PROMPT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
         snapshot = check_snapshot(body["runtime"]) if "runtime" in body else {}
@@ -144,7 +142,6 @@ class Admission:
 
     def promote(self, session: LiveSession, entry_id: str, body: Mapping[str, Any]) -> dict:
         """Take a queued entry out of the queue and steer the current turn with its text."""
-        body = v.check_body(body, v.STEER_FIELDS)
         validate_id(body["expected_turn_id"], "turn", field="expected_turn_id")
         replacement = check_message(body["message"]) if "message" in body else None
         message_id, key = check_identity(body)

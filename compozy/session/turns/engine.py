@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.session.records.live import LiveSession, Services
 from compozy.session.turns.admission import Admission
@@ -44,7 +43,6 @@ class TurnEngine:
 
     def cancel_turn(self, session: LiveSession, body: Mapping[str, Any] | None) -> dict:
         """A person cancels the current turn; the session stays active."""
-        v.check_body(body, v.CANCEL_FIELDS)
         with session.lock:
             turn = session.turn
             if turn is None:

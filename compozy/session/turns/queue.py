@@ -12,7 +12,6 @@ import json
 from typing import Any, Mapping
 
 from compozy import serialize
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
 from compozy.session.records.live import LiveSession
@@ -62,7 +61,6 @@ class InputQueue:
         return None if existing is None else replayed(existing)
 
     def edit(self, session: LiveSession, entry_id: str, body: Mapping[str, Any]) -> dict:
-        body = v.check_body(body, v.EDIT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
         print_ = fingerprint("edit", entry=entry_id, message=message, message_id=message_id)

@@ -20,7 +20,6 @@ import logging
 import threading
 from typing import Any, Mapping
 
-from compozy import validate as v
 from compozy.acp.client import launch, open_session
 from compozy.acp.options import configure
 from compozy.clock import now_iso
@@ -57,7 +56,6 @@ def move_title(record: SessionRecord, new: TitleState, **fields: Any) -> None:
 
 def rename(session: LiveSession, body: Mapping[str, Any]) -> SessionRecord:
     """An explicit name from a person: it wins over any title pass, running or to come."""
-    body = v.check_body(body, v.RENAME_FIELDS)
     name = body["name"].strip()
     if not name:
         raise CompozyError("invalid_request", "name must not be blank", field="name")
