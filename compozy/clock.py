@@ -1,4 +1,6 @@
-"""The only place that reads time: wall time for records, monotonic time for deadlines.
+"""The only place that reads time: wall time for records, monotonic time for deadlines (checked by
+tests/unit/test_owners.py). Every read goes through a Clock: services.clock in the domain (unit tests
+give it a fake), SYSTEM for the stores and the surfaces.
 
 Layer 0: stdlib only.
 """
@@ -8,8 +10,8 @@ from datetime import datetime, timezone
 
 
 def now_iso():
-    """RFC 3339 UTC with microseconds; sorts lexically in time order."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 UTC with microseconds, sorting lexically in time order: SYSTEM's wall time."""
+    return SYSTEM.now_iso()
 
 
 def iso_from_epoch(seconds):
@@ -21,11 +23,11 @@ def epoch_from_iso(text):
 
 
 def wall():
-    return time.time()
+    return SYSTEM.wall()
 
 
 def monotonic():
-    return time.monotonic()
+    return SYSTEM.monotonic()
 
 
 class Clock:
@@ -37,6 +39,9 @@ class Clock:
 
     def wall(self):
         return time.time()
+
+    def now_iso(self):
+        return iso_from_epoch(self.wall())
 
 
 SYSTEM = Clock()

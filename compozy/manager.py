@@ -8,6 +8,8 @@ import json
 import logging
 import threading
 from functools import partial
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping
 
 from compozy import __version__, parsing, serialize
 from compozy.api import OPERATIONS
@@ -51,8 +53,12 @@ from compozy.store.eventlog import EventLogPool
 
 log = logging.getLogger("compozy.manager")
 
+Fields = Mapping[str, Any]  # a request's body or query, as compozy.parsing's edge passes it: parsed
+NOTHING: Mapping[str, Any] = MappingProxyType({})  # never used: the edge passes the parsed request
+
 DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
+SHUTDOWN_JOIN_SECONDS = 2.0  # what the background threads get to end before the stores close under them
 
 
 class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls, files.FileOperations):
@@ -81,7 +87,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
 
     # -- daemon lifecycle ---------------------------------------------------------------
 
-    def start(self):
+    def start(self) -> "SessionManager":
         """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
         repair.kill_orphans(self.home, self.services.processes)
@@ -94,19 +100,19 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         self.services.observers.emit("started")
         return self
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         """Admit nothing new; stop every live runtime through the ladder (stop_reason shutdown)."""
         self.services.accepting = False
         self.supervisor.shutdown()
         self.services.observers.emit("closing")
-        stops = [threading.Thread(target=self._stop_for_shutdown, args=(s,)) for s in list(self.live.values())]
-        for thread in stops:
-            thread.start()
+        stops = [self.services.threads.start(f"shutdown-{s.id}", self._stop_for_shutdown, s)
+                 for s in list(self.live.values())]
         for thread in stops:
             thread.join()
         self.services.catalog_feed.close()
         for session in list(self.live.values()):
             session.close()
+        self.services.threads.join(SHUTDOWN_JOIN_SECONDS)
         self.store.logs.close_all()
         self.catalog.close()
 
@@ -115,11 +121,11 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         if session.state in LIVE_STATES and bound:
             self.stopper.request(session, StopCause.SHUTDOWN, wait=True)
 
-    def health(self):
+    def health(self) -> dict:
         """Liveness and version."""
         return {"status": "ok", "version": __version__}
 
-    def daemon_status(self):
+    def daemon_status(self) -> dict:
         """The daemon at a glance: version, session counts by state, sessions that need attention."""
         attention = []
         for session_id in self.catalog.attention_ids(ATTENTION_LIMIT):
@@ -136,17 +142,17 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
 
     # -- workspaces ---------------------------------------------------------------------
 
-    def create_workspace(self, body):
+    def create_workspace(self, body: Fields) -> dict:
         """Register a workspace by name and absolute path."""
         return {"workspace": serialize.workspace_resource(self.workspaces.register(body["name"], body["path"]))}
 
-    def list_workspaces(self):
+    def list_workspaces(self) -> dict:
         """Every registered workspace, by name."""
         return {"workspaces": [serialize.workspace_resource(w) for w in self.workspaces.list()]}
 
     # -- the catalog ----------------------------------------------------------------------
 
-    def create_session(self, body, identity=None):
+    def create_session(self, body: Fields, identity: Any = None) -> dict:
         """Create a durable logical session: active, runtime unbound, no agent process. identity: the
         (session ID, binding secret) a bound agent presents; it is the parent unless the body names one."""
         self._require_admission()
@@ -157,7 +163,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         self.services.observers.emit("created", record)
         return {"session": self._resource(record)}
 
-    def spawn_session(self, caller, body, spawn):
+    def spawn_session(self, caller: Any, body: Fields, spawn: Any) -> dict:
         """A governed `spawned` child of a bound agent's session (the create tool with spawn)."""
         self._require_admission()
         record = self.observers["children"].spawn(caller, body, spawn)
@@ -165,28 +171,29 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         self.services.observers.emit("created", record)
         return {"session": self._resource(record)}
 
-    def get_session(self, session_id, workspace=None):
+    def get_session(self, session_id: str, workspace: str | None = None) -> dict:
         """Read one session (workspace-scoped when workspace is given)."""
         return {"session": self._resource(self._record(session_id, workspace), precise=True)}
 
-    def session_status(self, session_id, workspace=None):
+    def session_status(self, session_id: str, workspace: str | None = None) -> dict:
         """Compact status: state in the health vocabulary, lifecycle_state beside it."""
         resource = self._resource(self._record(session_id, workspace), precise=True)
         return {"session": serialize.compact_status(resource)}
 
-    def session_health(self, session_id, workspace=None):
+    def session_health(self, session_id: str, workspace: str | None = None) -> dict:
         """The metadata-only health record: state, health, attachable, eligible_for_wake."""
         resource = self._resource(self._record(session_id, workspace))
         return {"health": {"session_id": session_id, **resource["health"]}}
 
-    def inspect_session(self, session_id, workspace=None):
+    def inspect_session(self, session_id: str, workspace: str | None = None) -> dict:
         """Everything a person debugging needs: the resource, files, process, queue, requests, tail."""
         record = self._record(session_id, workspace)
         log = self.store.events(record)
         document = reads.inspection(self.home, self.catalog, log, record, self._resource(record, precise=True))
-        return {**document, **agent_evidence(self.live.get(record.id), record, log)}
+        return {**document, **agent_evidence(self.live.get(record.id), record, log),
+                "threads": self.services.threads.view(record.id)}
 
-    def list_sessions(self, query=None, encoded=False):
+    def list_sessions(self, query: Fields = NOTHING, encoded: bool = False) -> dict | serialize.JSONText:
         """Catalog page, newest first, with the interface's filters and keyset cursor.
 
         encoded=True answers JSON text assembled from each row's stored rendered read, so a
@@ -201,11 +208,11 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
             return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)}}}')
         return {"sessions": [json.loads(self._list_row_text(*row)) for row in rows], "page": page}
 
-    def rename_session(self, session_id, workspace, body):
+    def rename_session(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """An explicit name; it always wins over an auto title."""
         return {"session": self._resource(titles.rename(self._session(session_id, workspace), body), precise=True)}
 
-    def remove_session(self, session_id, workspace=None):
+    def remove_session(self, session_id: str, workspace: str | None = None) -> dict:
         """Stop a live session (verified), then delete its catalog row and directory."""
         session = self._session(session_id, workspace)
         refuse_removal(self.store, session.record)
@@ -221,12 +228,12 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
 
     # -- prompts and busy input -----------------------------------------------------------
 
-    def prompt(self, session_id, workspace, body):
+    def prompt(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""
         document = self.engine.prompt(self._session(session_id, workspace), body)
         return serialize.Answer(document["prompt"]["disposition"], document)
 
-    def prompt_stream(self, session_id, workspace, body):
+    def prompt_stream(self, session_id: str, workspace: str | None, body: Fields) -> Iterator:
         """The admission, then every committed event of its turn until the turn ends."""
         session = self._session(session_id, workspace)
         cursor = session.log.last_sequence()
@@ -242,37 +249,37 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
                 yield [(r["type"], r) for r in batch if r["turn_id"] == turn_id] if batch else (None, None)
         return events()
 
-    def cancel_turn(self, session_id, workspace, body=None):
+    def cancel_turn(self, session_id: str, workspace: str | None, body: Fields = NOTHING) -> dict:
         """Stop the current turn without a replacement (the session stays active)."""
         return self.engine.cancel_turn(self._session(session_id, workspace), body)
 
-    def list_inputs(self, session_id, workspace):
+    def list_inputs(self, session_id: str, workspace: str | None) -> dict:
         """The daemon-owned input queue, in run order."""
         return self.engine.list_inputs(self._session(session_id, workspace))
 
-    def edit_input(self, session_id, workspace, entry, body):
+    def edit_input(self, session_id: str, workspace: str | None, entry: str, body: Fields) -> dict:
         """Replace a queued entry's text (new message_id and idempotency_key unless retried)."""
         return self.engine.edit_input(self._session(session_id, workspace), entry, body)
 
-    def steer_input(self, session_id, workspace, entry, body):
+    def steer_input(self, session_id: str, workspace: str | None, entry: str, body: Fields) -> dict:
         """Promote a queued entry to steer the current turn (fenced by expected_turn_id)."""
         return self.engine.steer_input(self._session(session_id, workspace), entry, body)
 
-    def cancel_input(self, session_id, workspace, entry):
+    def cancel_input(self, session_id: str, workspace: str | None, entry: str) -> dict:
         """Remove a queued entry before it runs."""
         return self.engine.cancel_input(self._session(session_id, workspace), entry)
 
-    def set_runtime(self, session_id, workspace, body):
+    def set_runtime(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Persist next-prompt runtime intent (PUT with the complete runtime and expected_revision)."""
         session = self._session(session_id, workspace)
         return {"session": self._resource(set_selection(session, body), precise=True)}
 
-    def clear_runtime(self, session_id, workspace, query=None):
+    def clear_runtime(self, session_id: str, workspace: str | None, query: Fields = NOTHING) -> dict:
         """Clear the selection at query's expected_revision."""
         session = self._session(session_id, workspace)
         return {"session": self._resource(clear_selection(session, query["expected_revision"]), precise=True)}
 
-    def approve(self, session_id, workspace, body):
+    def approve(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Answer a pending permission request."""
         session = self._session(session_id, workspace)
         validate_id(body["request_id"], "perm", field="request_id", not_found="permission_request_not_found")
@@ -281,7 +288,8 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def stop_session(self, session_id, workspace, body=None, caller_id=None):
+    def stop_session(self, session_id: str, workspace: str | None, body: Fields = NOTHING,
+                     caller_id: str | None = None) -> dict:
         """Per the seed: accepted (wait false), the outcome (wait true), or the legacy answer (wait omitted)."""
         session = self._session(session_id, workspace)
         kind, document = lifecycle.stop(self.stopper, session, body, caller_id)
@@ -289,18 +297,19 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
             document = {"session": self._resource(session.record, precise=True)}
         return serialize.Answer(kind, document)
 
-    def archive_session(self, session_id, workspace, query=None, caller_id=None):
+    def archive_session(self, session_id: str, workspace: str | None, query: Fields = NOTHING,
+                        caller_id: str | None = None) -> dict:
         """Leave the default catalog (stopping first when the query says stop=true; a daemon-managed session is
         stopped only by its parent's agent, caller_id, as with stop)."""
         session = self._session(session_id, workspace)
         stop = bool(query and query.get("stop"))
         return {"session": self._resource(lifecycle.archive(self.stopper, session, stop, caller_id), precise=True)}
 
-    def unarchive_session(self, session_id, workspace):
+    def unarchive_session(self, session_id: str, workspace: str | None) -> dict:
         """Return to the default catalog; the session stays stopped."""
         return {"session": self._resource(lifecycle.unarchive(self._session(session_id, workspace)), precise=True)}
 
-    def repair_session(self, session_id, workspace, body):
+    def repair_session(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Append-only transcript repair of an interrupted last turn."""
         session = self._session(session_id, workspace)
         with session.lock:
@@ -310,30 +319,30 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
 
     # -- derived work ----------------------------------------------------------------------------
 
-    def rewind(self, session_id, workspace, body):
+    def rewind(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Archive a user message and everything after it; its text comes back as draft_text."""
         session = self._session(session_id, workspace)
         result = self.rewinder.rewind(session, body)
         return {"session": self._resource(session.record, precise=True), "rewind": result}
 
-    def clear_conversation(self, session_id, workspace, body):
+    def clear_conversation(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """Archive the whole active transcript and discard a carried context: the next prompt starts fresh."""
         session = self._session(session_id, workspace)
         result = self.clearer.clear(session, body)
         return {"session": self._resource(session.record, precise=True), "clear": result}
 
-    def continue_session(self, session_id, workspace, body, creator=None):
+    def continue_session(self, session_id: str, workspace: str | None, body: Fields, creator: Any = None) -> dict:
         """A new session carrying this one's conversation to another agent; the source is untouched.
         creator: the record of the agent's session that asks (the native tool), held to the agents' limits."""
         request = continue_request(session_id, self.workspaces.resolve(workspace)["id"], body)
         return self.deriver.derive(request, creator).answer(partial(self._resource, precise=True))
 
-    def fork_session(self, session_id, workspace, body, creator=None):
+    def fork_session(self, session_id: str, workspace: str | None, body: Fields, creator: Any = None) -> dict:
         """A new session of the same agent and runtime carrying this conversation (or a prefix of it)."""
         request = fork_request(session_id, self.workspaces.resolve(workspace)["id"], body)
         return self.deriver.derive(request, creator).answer(partial(self._resource, precise=True))
 
-    def derive_preview(self, session_id, workspace, query=None):
+    def derive_preview(self, session_id: str, workspace: str | None, query: Fields = NOTHING) -> dict:
         """What a continue or fork would carry right now, at which fences; it never writes."""
         return sources.preview(self._session(session_id, workspace), self.services, query)
 

@@ -1,19 +1,20 @@
-"""Linux process identity, liveness proof and the signal part of the stop ladder.
+"""Linux process identity, liveness proof, the signal part of the stop ladder, and starting the
+daemon's children (agents, hooks) in process groups of their own: the one module that starts or
+signals a process (checked by tests/unit/test_owners.py).
 
 A process is named by (pid, start_time, boot_id) so a recycled pid is never mistaken for it.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 import os
 import select
 import signal
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 
-PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,21 @@ def send_signal(identity: ProcessIdentity, sig: int) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def start_group(argv, cwd=None, env=None, stderr=subprocess.PIPE, bufsize=0) -> subprocess.Popen:
+    """A child leading a new session and process group, its stdin and stdout piped: the ladder (or
+    kill_group) can signal it whole without touching the daemon's own group."""
+    return subprocess.Popen(argv, bufsize=bufsize, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                            cwd=cwd, env=env, start_new_session=True)
+
+
+def kill_group(leader_pid: int) -> bool:
+    """SIGKILL the group a start_group child leads; False when it is gone (or not ours to signal)."""
+    try:
+        return signal_group(leader_pid, signal.SIGKILL)
+    except PermissionError:
+        return False
 
 
 def signal_group(pgid: int, sig: int) -> bool:
@@ -251,39 +267,6 @@ def wait_gone(identities: list[ProcessIdentity], deadline: float, poll_interval:
     finally:
         for fd in fds.values():
             os.close(fd)
-
-
-def set_child_subreaper() -> bool:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _zombie_children() -> set[int]:
-    me = os.getpid()
-    return {s.pid for s in _scan().values() if s.ppid == me and s.state == "Z"}
-
-
-def reap_orphans(owned_pids: set[int]) -> list[tuple[int, int | None, int | None]]:
-    reaped = []
-    flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
-    while True:
-        try:
-            info = os.waitid(os.P_ALL, 0, flags)
-        except ChildProcessError:
-            return reaped
-        if info is None:
-            return reaped
-        owned_first = info.si_pid in owned_pids
-        # waitid(P_ALL) keeps peeking at the same owned child, so look past it in /proc.
-        candidates = _zombie_children() - owned_pids if owned_first else {info.si_pid}
-        for pid in candidates:
-            if (result := reap_child(pid)) is not None:
-                reaped.append((pid, *result))
-        if owned_first:
-            return reaped
 
 
 def exit_status_from_returncode(returncode: int | None) -> tuple[int | None, int | None]:

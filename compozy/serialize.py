@@ -5,6 +5,7 @@ Layer 2: pure functions over session records (their attributes) and catalog rows
 
 from dataclasses import dataclass
 
+from compozy.states import HealthState, RuntimeStatus, SessionState
 from compozy.text import compact_json
 
 OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "derivation", "spawn", "auto_title")
@@ -92,16 +93,19 @@ def _lineage(stored):
 def health(record, bound=None, prompting=False):
     """The health record of a session: bound is None when no runtime of it lives in this daemon
     (the stored view), else whether its agent process is alive; prompting when a turn runs."""
-    stopped = record.state == "stopped"
+    stopped = record.state == SessionState.STOPPED
     if stopped or bound is None:
-        return {"state": "stopped" if stopped else "idle", "health": "unknown" if stopped else "healthy",
+        return {"state": HealthState.STOPPED if stopped else HealthState.IDLE,
+                "health": "unknown" if stopped else "healthy",
                 "active_prompt": False, "attachable": False,
                 "eligible_for_wake": not stopped and not record.archived,
                 **({"ineligibility_reason": "session_not_attachable"} if stopped else {})}
     status = record.runtime.status
-    degraded = (not bound and status != "unbound") or record.attention or status == "recovering"
-    active = record.state == "active"
-    return {"state": "prompting" if prompting else "idle", "health": "degraded" if degraded else "healthy",
+    degraded = ((not bound and status != RuntimeStatus.UNBOUND) or record.attention
+                or status == RuntimeStatus.RECOVERING)
+    active = record.state == SessionState.ACTIVE
+    return {"state": HealthState.PROMPTING if prompting else HealthState.IDLE,
+            "health": "degraded" if degraded else "healthy",
             "active_prompt": prompting, "attachable": active and bound and not record.failure,
             "eligible_for_wake": active and not prompting and not record.archived,
             **({"ineligibility_reason": "session_prompt_active"} if prompting else {})}
@@ -122,19 +126,20 @@ def workspace_resource(row):
 
 
 def entry_resource(entry):
-    return {"id": entry["id"], "session_id": entry["session_id"], "status": entry["status"],
-            "mode": entry["mode"], "message": entry["message"], "message_id": entry["message_id"],
-            "idempotency_key": entry["idempotency_key"], "turn_id": entry["turn_id"],
-            "runtime": entry.get("runtime") or {}, "position": entry["position"],
-            "created_at": entry["created_at"], "updated_at": entry["updated_at"]}
+    """A queue entry (compozy.store.records.QueueEntry) as the API shows it."""
+    return {"id": entry.id, "session_id": entry.session_id, "status": entry.status, "mode": entry.mode,
+            "message": entry.message, "message_id": entry.message_id, "idempotency_key": entry.idempotency_key,
+            "turn_id": entry.turn_id, "runtime": entry.runtime or {}, "position": entry.position,
+            "created_at": entry.created_at, "updated_at": entry.updated_at}
 
 
-def interaction_resource(row):
-    resource = {"request_id": row["id"], "session_id": row["session_id"], "turn_id": row.get("turn_id"),
-                "kind": row["kind"], "status": row["status"], "created_at": row["created_at"],
-                **(row.get("payload") or {})}
-    if row.get("decision"):
-        resource["decision"] = row["decision"]
+def interaction_resource(interaction):
+    """A permission interaction (compozy.store.records.Interaction) as the API shows it."""
+    resource = {"request_id": interaction.id, "session_id": interaction.session_id, "turn_id": interaction.turn_id,
+                "kind": interaction.kind, "status": interaction.status, "created_at": interaction.created_at,
+                **(interaction.payload or {})}
+    if interaction.decision:
+        resource["decision"] = interaction.decision
     return resource
 
 

@@ -5,45 +5,7 @@ Layer 0: stdlib only. Values are spelled exactly as the API and the seed spell t
 
 from enum import StrEnum
 
-
-class IllegalTransition(AssertionError):
-    """A state table refused an edge: a bug, never a user error. It names the table and both states."""
-
-    def __init__(self, machine, current, new, repair=False):
-        self.machine, self.current, self.new, self.repair = machine, current, new, repair
-        kind = "repair" if repair else "transition"
-        super().__init__(f"illegal {machine.name or 'session'} {kind} {current} -> {new}")
-
-    @property
-    def edge(self):
-        """The refused edge as scenarios name edges: `runtime:recovering->binding`."""
-        return self.machine.edge_name((self.current, self.new), self.repair)
-
-
-class Machine:
-    """A state machine as data: its states, the edges the daemon may take while it runs, and the
-    distinct edges only boot repair may take (after an unclean exit, never at run time)."""
-
-    def __init__(self, name, states, edges, repairs=()):
-        self.name, self.states = name, states
-        self.edges, self.repairs = frozenset(edges), frozenset(repairs)
-
-    def check(self, current, new, repair=False):
-        """new, as the enum, when current -> new is an edge (staying put always is); an illegal edge
-        is a bug, never a user error."""
-        current, new = self.states(current), self.states(new)
-        if current != new and (current, new) not in (self.repairs if repair else self.edges):
-            raise IllegalTransition(self, current, new, repair)
-        return new
-
-    def edge_name(self, edge, repair=False):
-        """How scenarios name an edge in `covers`: `active->stopping`, `turn:binding->prompting`,
-        `boot:active->stopped`, `boot:queue:dispatching->sent`."""
-        prefix = ("boot:" if repair else "") + (f"{self.name}:" if self.name else "")
-        return f"{prefix}{edge[0].value}->{edge[1].value}"
-
-    def edge_names(self):
-        return {self.edge_name(e) for e in self.edges} | {self.edge_name(e, True) for e in self.repairs}
+from compozy.machine import IllegalTransition, Machine  # noqa: F401 (IllegalTransition: raised through states)
 
 
 class SessionState(StrEnum):
@@ -54,7 +16,6 @@ class SessionState(StrEnum):
 
 
 LIVE_STATES = (SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING)
-TERMINAL_STATES = (SessionState.STOPPED,)
 
 # Every lifecycle edge the manager may take. stopped -> starting is the restore path of a
 # normal prompt; starting -> stopped is a failed start. Exhausted recovery stops through stopping.
@@ -76,10 +37,6 @@ SESSION = Machine("", SessionState, TRANSITIONS, repairs={
     (SessionState.STOPPING, SessionState.STOPPED),
 })
 
-
-def assert_transition(current, new):
-    """An illegal lifecycle edge is a bug, never a user error."""
-    return SESSION.check(current, new)
 
 
 class RuntimeStatus(StrEnum):
@@ -164,7 +121,6 @@ class StopReason(StrEnum):
     TIMEOUT = "timeout"
     ERROR = "error"
     AGENT_CRASHED = "agent_crashed"
-    HOOK_STOPPED = "hook_stopped"
     SHUTDOWN = "shutdown"
 
 
@@ -209,11 +165,7 @@ class FailureKind(StrEnum):
     HANDSHAKE_FAILURE = "handshake_failure"
     LOAD_SESSION_FAILURE = "load_session_failure"
     PROTOCOL_FAILURE = "protocol_failure"
-    PROMPT_FAILURE = "prompt_failure"
-    CANCELLATION = "cancellation"
-    PERMISSION_FAILURE = "permission_failure"
     PROCESS_EXIT = "process_exit"
-    TRANSPORT_FAILURE = "transport_failure"
     TIMEOUT = "timeout"
     UNKNOWN_FAILURE = "unknown_failure"
     PROVIDER_AUTH_FAILURE = "provider_auth_failure"
@@ -225,7 +177,6 @@ class HealthState(StrEnum):
     IDLE = "idle"
     PROMPTING = "prompting"
     STOPPED = "stopped"
-    DETACHED = "detached"
 
 
 class WaitingOn(StrEnum):
@@ -357,7 +308,43 @@ class DeriveAnswer(StrEnum):
     REPLAYED = "replayed"
 
 
-MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION, REWIND, DERIVATION, FIRST_PROMPT, NATIVE)
+class InteractionState(StrEnum):
+    """A permission request held for a person, as its catalog row says (inspect's pending_interactions)."""
+
+    PENDING = "pending"
+    RESOLVED = "resolved"  # a person answered it
+    TIMED_OUT = "timed_out"  # nobody answered within permissions.timeout
+    CANCELED = "canceled"  # its turn was cancelled: ACP answers every pending request cancelled
+    ORPHANED = "orphaned"  # the daemon exited with it pending: no agent waits for the answer any more
+
+
+INTERACTION = Machine("interaction", InteractionState, {
+    (InteractionState.PENDING, InteractionState.RESOLVED),
+    (InteractionState.PENDING, InteractionState.TIMED_OUT),
+    (InteractionState.PENDING, InteractionState.CANCELED),
+}, repairs={(InteractionState.PENDING, InteractionState.ORPHANED)})
+
+
+class TitleState(StrEnum):
+    """A session's `auto_title.state` (record.extra): the title pass, or the agent's own title."""
+
+    RUNNING = "running"  # a pass was started (it is born running)
+    TITLED = "titled"  # the pass named the session, or the agent did (born titled when no pass ran)
+    FAILED = "failed"  # the pass ended without a usable title: the session stays unnamed
+    SUPERSEDED = "superseded"  # a name came while the pass ran: the name stays
+
+
+TITLE = Machine("title", TitleState, {
+    (TitleState.RUNNING, TitleState.TITLED),  # the pass's title, or the agent's own while the pass ran
+    (TitleState.RUNNING, TitleState.FAILED),
+    (TitleState.RUNNING, TitleState.SUPERSEDED),  # renamed while the pass ran
+    (TitleState.TITLED, TitleState.SUPERSEDED),  # the agent titled the session while the pass ran
+    (TitleState.FAILED, TitleState.TITLED),  # the agent's own title after a failed pass
+    (TitleState.SUPERSEDED, TitleState.TITLED),  # the agent's own title after a superseded pass
+})
+
+
+MACHINES = (SESSION, RUNTIME, TURN, QUEUE, ADMISSION, REWIND, DERIVATION, FIRST_PROMPT, NATIVE, INTERACTION, TITLE)
 
 
 class MarkerKind(StrEnum):
@@ -369,7 +356,6 @@ class MarkerKind(StrEnum):
     PROMPT_ACCEPTED = "prompt_accepted"
     PROMPT_DROPPED = "prompt_dropped"
     PROMPT_EDITED = "prompt_edited"
-    SESSION_RECOVERED = "session_recovered"
     PROVIDER_FAILURE = "provider_failure"
 
 

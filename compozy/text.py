@@ -45,10 +45,6 @@ def terminal_output(text):
     return multi_line(text)
 
 
-def has_bidi_control(text):
-    return any(char in BIDI_CONTROLS for char in text)
-
-
 def json_line(document):
     """document as one line of UTF-8 JSON ending in a newline, for a peer that reads lines (an agent).
 

@@ -257,7 +257,7 @@ CREATE_FIELDS = {
 PROMPT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token(),
                  "runtime": mapping(fields=RUNTIME_FIELDS), "mode": text(choices=tuple(BusyMode)),
                  "expected_turn_id": identifier("turn")}
-CANCEL_FIELDS = {}
+CANCEL_FIELDS: dict = {}
 EDIT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token()}
 STEER_FIELDS = {"expected_turn_id": identifier("turn", required=True), "message": message(), "message_id": token(),
                 "idempotency_key": token()}

@@ -15,6 +15,7 @@ from compozy.manager import SessionManager
 from compozy.paths import Home
 from compozy.store.catalog import Catalog
 from compozy.store.eventlog import EventLog
+from compozy.store.records import Admission, Interaction, QueueEntry, RewindReceipt
 
 
 def _manager(home):
@@ -69,18 +70,18 @@ def _catalog_rows(home, session, sent):
     turn_id, entry_id, admission_id = new_id("turn"), new_id("queue"), new_id("idem")
     started_turn, message_id = new_id("turn"), new_id("msg")
     try:
-        catalog.add_entry(id=entry_id, session_id=session["id"], priority=1, status="dispatching", mode="queue",
-                          message="queued", message_id=new_id("msg"), idempotency_key=new_id("idem"),
-                          runtime={}, turn_id=turn_id, admission_id=None)
-        catalog.add_admission(id=admission_id, session_id=session["id"], operation="prompt",
-                              message_id=message_id, idempotency_key="k-bound", fingerprint="sha256:x",
-                              state="binding", result=None)
+        catalog.add_entry(QueueEntry(id=entry_id, session_id=session["id"], priority=1, status="dispatching",
+                                     mode="queue", message="queued", message_id=new_id("msg"),
+                                     idempotency_key=new_id("idem"), runtime={}, turn_id=turn_id))
+        catalog.add_admission(Admission(id=admission_id, session_id=session["id"], operation="prompt",
+                                        message_id=message_id, idempotency_key="k-bound", fingerprint="sha256:x",
+                                        state="binding"))
     finally:
         catalog.close()
     if sent:
         log = EventLog(home / "sessions" / session["id"] / "events.db", session["id"], session["workspace_id"])
-        log.append_one("user_message", turn_id, {"text": "queued"})
-        log.append_one("user_message", started_turn, {"text": "prompted", "message_id": message_id})
+        log.append([("user_message", turn_id, {"text": "queued"}, None)])
+        log.append([("user_message", started_turn, {"text": "prompted", "message_id": message_id}, None)])
         log.close()
     return entry_id, admission_id, started_turn
 
@@ -92,15 +93,14 @@ def test_boot_settles_an_entry_caught_mid_dispatch_and_an_admission_caught_mid_b
     _manager(home).shutdown()
     catalog = Catalog(home / "compozy.db")
     try:
-        assert catalog.entry(session["id"], entry_id)["status"] == status
+        assert catalog.entry(session["id"], entry_id).status == status
         assert catalog.admissions_in_state("binding") == []
         admission = catalog.admission(session["id"], "k-bound")
     finally:
         catalog.close()
     if sent:  # it ran: a retry must answer its turn, never run it again
-        assert admission["state"] == "started", admission
-        result = admission["result"]
-        assert (json.loads(result) if isinstance(result, str) else result)["turn_id"] == started_turn
+        assert admission.state == "started", admission
+        assert admission.result["turn_id"] == started_turn
     else:  # it never ran: nothing of it persists, a retry runs it
         assert admission is None
 
@@ -130,7 +130,7 @@ def test_boot_finishes_a_rewind_an_unclean_exit_interrupted(home, workspace, arc
     log.close()
     catalog = Catalog(home / "compozy.db")
     try:
-        catalog.derived.add_rewind(session["id"], "r1", "sha256:x", "pending", result)
+        catalog.derived.add_rewind(RewindReceipt(session["id"], "r1", "sha256:x", "pending", result))
     finally:
         catalog.close()
     manager = _manager(home)
@@ -139,7 +139,25 @@ def test_boot_finishes_a_rewind_an_unclean_exit_interrupted(home, workspace, arc
         assert read["fences"] == {"epoch": 1, "generation": 1, "max_sequence": 3}
         assert [m["text"] for m in manager.history(session["id"], None)["messages"]] == ["question 1", "answer 1"]
         assert manager.catalog.derived.rewinds_in_state("pending") == []
-        assert manager.catalog.derived.rewind(session["id"], "r1")["state"] == "completed"
+        assert manager.catalog.derived.rewind(session["id"], "r1").state == "completed"
+    finally:
+        manager.shutdown()
+
+
+def test_boot_orphans_a_permission_request_an_unclean_exit_left_pending(home, workspace):
+    """No agent waits for its answer any more: inspect lists it no longer, and its row says why."""
+    session = _session(home, workspace)
+    catalog = Catalog(home / "compozy.db")
+    try:
+        catalog.add_interaction(Interaction(id="perm_1", session_id=session["id"], turn_id=new_id("turn"), kind="edit",
+                                            status="pending", payload={"action": "edit"}))
+    finally:
+        catalog.close()
+    manager = _manager(home)
+    try:
+        assert manager.inspect_session(session["id"])["pending_interactions"] == []
+        orphaned = manager.catalog.interactions(session["id"], statuses=("orphaned",))
+        assert [(row.id, row.status) for row in orphaned] == [("perm_1", "orphaned")]
     finally:
         manager.shutdown()
 
@@ -162,7 +180,7 @@ def test_boot_finishes_a_clear_an_unclean_exit_interrupted_and_discards_the_carr
               "idempotency_key": "x1", "note": "n"}
     catalog = Catalog(home / "compozy.db")
     try:
-        catalog.derived.add_rewind(child["id"], "x1", "sha256:x", "pending", result)
+        catalog.derived.add_rewind(RewindReceipt(child["id"], "x1", "sha256:x", "pending", result))
     finally:
         catalog.close()
     manager = _manager(home)
@@ -171,6 +189,6 @@ def test_boot_finishes_a_clear_an_unclean_exit_interrupted_and_discards_the_carr
         assert read["fences"] == {"epoch": 1, "generation": 1, "max_sequence": 0}
         assert read["derivation"]["carried_context"] == "discarded"
         assert manager._session(child["id"]).carried() is None
-        assert manager.catalog.derived.rewind(child["id"], "x1")["state"] == "completed"
+        assert manager.catalog.derived.rewind(child["id"], "x1").state == "completed"
     finally:
         manager.shutdown()

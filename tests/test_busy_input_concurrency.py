@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from compozy.cli.client import path_of
+from tests.harness.api import path_of
 from compozy.errors import CompozyError
 from tests.harness.runner import read_events
 

@@ -181,7 +181,7 @@ def test_boot_settles_a_derivation_an_unclean_exit_caught_mid_creation(home, wor
     try:
         row = manager.catalog.derived.derivation(source["workspace_id"], "c1")
         if written:
-            assert row["state"] == "created" and row["result"]["source_session_id"] == source["id"]
+            assert row.state == "created" and row.result["source_session_id"] == source["id"]
             again = manager.continue_session(source["id"], source["workspace_id"],
                                              {"agent_name": "general", "idempotency_key": "c1"})
             assert again.kind == "replayed" and again["session"]["id"] == child

@@ -92,7 +92,7 @@ def test_a_sender_is_kept_alive_by_its_watch_only_while_the_asked_session_can_an
     assert (stopped["stop_reason"], stopped["stop_detail"]) == ("timeout", "inactivity")
     assert stopped["supervision"]["work_signals"] == []
     manager.prompt(worker, None, {"message": "back to work"})  # resumed, it answers after all
-    wait_for(lambda: messaging.watches.get(watch["id"], {}).get("wake"), timeout=30, what="the reply")
+    wait_for(lambda: getattr(messaging.watches.get(watch.id), "wake", None), timeout=30, what="the reply")
     assert _read(manager, sender)["state"] == "stopped"  # an inactivity stop is not undone by the wake
 
 

@@ -12,7 +12,7 @@ from compozy.api import OPERATIONS, OPS
 from compozy.cli.client import Client
 from compozy.config import load as load_config
 from compozy.errors import ERRORS, CompozyError
-from compozy.http.openapi import documented_statuses, error_codes, openapi, openapi_path
+from compozy.http.openapi import error_codes, openapi, openapi_path
 from compozy.manager import SessionManager
 from compozy.paths import Home
 from compozy.states import Disposition, StopAnswer
@@ -30,6 +30,11 @@ def daemon(tmp_path_factory):
         yield process.start()
     finally:
         process.stop()
+
+
+def documented_statuses(operation):
+    """Every HTTP status an operation's OpenAPI entry documents: its answers and its errors'."""
+    return {s.status for s in operation.success} | {ERRORS[code].status for code in error_codes(operation)}
 
 
 def expected_operations():

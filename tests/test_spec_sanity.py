@@ -31,7 +31,7 @@ TRANSITIONS_TESTED_ELSEWHERE = {
         "boot:starting->stopped", "boot:stopping->stopped", "boot:runtime:binding->unbound",
         "boot:runtime:reconfiguring->unbound", "boot:runtime:recovering->unbound", "boot:queue:dispatching->sent",
         "boot:queue:dispatching->queued", "boot:admission:binding->withdrawn",
-        "boot:admission:binding->started")},
+        "boot:admission:binding->started", "boot:interaction:pending->orphaned")},
     "derivation:creating->withdrawn": "tests/test_derive.py makes the session store fail while a continue writes "
                                       "its new session; no scenario can make a disk fail",
     **{edge: "tests/test_derive.py writes the rows a daemon killed mid-creation leaves and boots on them"

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from compozy.cli.client import path_of
+from tests.harness.api import path_of
 from compozy.errors import CompozyError
 from tests.harness.daemon import DaemonProcess
 from tests.harness.runner import agents_of, kill_marked

@@ -5,6 +5,7 @@ until the machine ran out of PIDs and nothing could start a thread."""
 import threading
 import time
 
+from tests.harness.api import wait_for
 from tests.harness.surfaces import InProcess
 
 
@@ -42,3 +43,26 @@ def test_a_daemon_shut_down_after_a_turn_leaves_no_thread_behind(tmp_path):
         _one_turn(tmp_path, round_number)
     leftover = _settled(before)
     assert not leftover, sorted(thread.name for thread in leftover)
+
+
+def test_inspect_names_the_threads_serving_the_session_while_its_turn_runs(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    surface = InProcess(tmp_path / "home").start()
+    try:
+        session_id = surface.call("session.create", {"workspace_path": str(workspace)}).document["session"]["id"]
+        prompted = surface.call("session.prompt", {"session_id": session_id, "message": "[wait open] hi"})
+        assert prompted.error is None, prompted.message
+
+        def named():
+            threads = surface.call("session.inspect", {"session_id": session_id}).document["threads"]
+            return f"turns-{session_id}" in threads["named"] and threads
+
+        threads = wait_for(named, what="the session's turn worker in inspect")
+        assert threads["running"] >= len(threads["named"]) and threads["started"] >= threads["running"]
+        assert all(session_id in name for name in threads["named"])
+        gates = workspace / ".compozy-gates"
+        gates.mkdir()
+        (gates / "open").touch()
+    finally:
+        surface.close()

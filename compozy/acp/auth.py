@@ -14,6 +14,7 @@ from compozy.acp import protocol
 from compozy.acp.driver import AcpError, AgentExited
 from compozy.acp.evidence import agent_error, described
 from compozy.acp.refusal import refused
+from compozy.states import FailureKind
 
 log = logging.getLogger("compozy.acp.auth")
 
@@ -123,7 +124,7 @@ def auth_refused(client, tried=None, exc=None, problem=None):
     details = {"auth_methods": offered, "tried": tried["id"] if tried else None, "next_step": step["text"]}
     if step.get("command"):
         details["next_command"] = step["command"]
-    failure = refused(client, "provider_auth_failure", f"{text}. Next: {step['text']}",
+    failure = refused(client, FailureKind.PROVIDER_AUTH_FAILURE, f"{text}. Next: {step['text']}",
                       code="provider_auth_failure", **details)
     if isinstance(exc, AcpError):
         failure.error.details.setdefault("agent_error", agent_error(exc, client.process.env))

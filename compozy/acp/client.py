@@ -25,6 +25,7 @@ from compozy.acp.translate import DROPPED_VARIANTS, translate
 from compozy.errors import CompozyError
 from compozy.location import child_environment
 from compozy.redact import without_daemon_secrets
+from compozy.states import FailureKind
 
 log = logging.getLogger("compozy.acp.client")
 
@@ -194,11 +195,12 @@ class AgentClient:
 
 
 def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias=None, login_name=None,
-           spawned=None):
+           spawned=None, threads=None):
     """Spawn the provider's command and run the initialize handshake; identity: the binding's secret
     environment (compozy.session.turns.identity), given to the agent as is; alias: a LaunchAlias whose
     arguments follow the command; login_name: what `compozy agent login` takes for this provider;
-    spawned(client): called once the process runs, before the handshake."""
+    spawned(client): called once the process runs, before the handshake; threads: the daemon's
+    (compozy.threads), which start the process's reader and writer threads."""
     marker = f"COMPOZY_AGENT_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
     # The marker and COMPOZY_AGENT_HOME let a later daemon find this agent (and its descendants) if we crash.
@@ -210,7 +212,7 @@ def launch(provider, session_id, cwd, listener, agent_home, identity=None, alias
     client.launch_alias = alias
     client.login_name = login_name or provider.name
     command = provider.command + (alias.args if alias is not None else ())
-    client.process = AgentProcess(command, cwd, env, client, marker=marker, label=label)
+    client.process = AgentProcess(command, cwd, env, client, marker=marker, label=label, threads=threads)
     try:
         client.process.start()
     except OSError as exc:
@@ -246,10 +248,10 @@ def _initialize(client):
                                                   "clientCapabilities": CLIENT_CAPABILITIES,
                                                   "clientInfo": CLIENT_INFO}, provider.handshake_timeout)
     except (AcpError, AgentExited, TimeoutError) as exc:
-        raise refused(client, "handshake_failure", f"provider {provider.name!r} failed {INITIALIZE}", exc=exc) \
-            from None
+        raise refused(client, FailureKind.HANDSHAKE_FAILURE, f"provider {provider.name!r} failed {INITIALIZE}",
+                      exc=exc) from None
     if not isinstance(result, dict) or result.get("protocolVersion") != protocol.PROTOCOL_VERSION:
-        raise refused(client, "handshake_failure",
+        raise refused(client, FailureKind.HANDSHAKE_FAILURE,
                       f"provider {provider.name!r} speaks ACP {result and result.get('protocolVersion')!r}, not 1")
     return result
 

@@ -8,27 +8,26 @@ and its last stderr lines). The agent is always stopped by the ladder and the re
 was verified: a doctor never leaves a process behind.
 """
 
-import time
-
 from compozy.acp import auth
 from compozy.acp.client import BindFailure, launch
 from compozy.acp.login import Unattended
 from compozy.acp.opening import close_session, open_session
+from compozy.clock import monotonic
 
 LABEL = "doctor"
 STDIN_GRACE, TERM_GRACE, KILL_GRACE = 2.0, 2.0, 5.0
 STDERR_LINES = 12
 
 
-def examine(provider, agent_name, cwd, agent_home):
+def examine(provider, agent_name, cwd, agent_home, threads=None):
     """The report: {agent, provider, command, ok, steps: [{step, ok, seconds, detail}], agent: {...},
     error?, stderr_tail, stopped}."""
     report = {"agent": agent_name, "provider": provider.name, "command": list(provider.command), "ok": False,
               "steps": [], "protocol_version": None, "agent_info": None, "capabilities": None,
               "auth_methods": None, "authenticated": None, "error": None, "stderr_tail": [], "stopped": True}
-    started = time.monotonic()
+    started = monotonic()
     try:
-        client = launch(provider, LABEL, cwd, Unattended(), agent_home, login_name=agent_name)
+        client = launch(provider, LABEL, cwd, Unattended(), agent_home, login_name=agent_name, threads=threads)
     except BindFailure as failure:
         _failed(report, "launch", started, failure)
         report["stderr_tail"] = failure.error.details.get("stderr_tail", [])
@@ -54,7 +53,7 @@ def _launched(report, client, started):
 
 
 def _opened(report, client, cwd):
-    started = time.monotonic()
+    started = monotonic()
     try:
         open_session(client, cwd)
     except BindFailure as failure:
@@ -71,14 +70,14 @@ def _opened(report, client, cwd):
         f"; modes {', '.join(m['id'] for m in modes['available'])}" if modes else "")
     _step(report, "session/new", started, True, detail)
     if client.supports_close:
-        closed_at = time.monotonic()
+        closed_at = monotonic()
         confirmed = close_session(client)
         _step(report, "session/close", closed_at, confirmed, "confirmed" if confirmed else "not confirmed")
     report["ok"] = all(step["ok"] for step in report["steps"])
 
 
 def _step(report, name, started, ok, detail):
-    seconds = round(time.monotonic() - started, 3) if started is not None else None
+    seconds = round(monotonic() - started, 3) if started is not None else None
     report["steps"].append({"step": name, "ok": ok, "seconds": seconds, "detail": detail})
 
 

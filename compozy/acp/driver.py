@@ -23,6 +23,7 @@ from compozy.acp import protocol
 from compozy.acp.output import StdoutLedger
 from compozy.acp.protocol import ProtocolIssue, Request, Response
 from compozy.acp.stderr import StderrRing
+from compozy.threads import Threads
 
 log = logging.getLogger("compozy.acp")
 
@@ -79,8 +80,7 @@ class AgentSpawn(PopenSpawn):
         SpawnBase.__init__(self, timeout=None, maxread=READ_CHUNK)
         self.crlf = b"\n"
         self.delaybeforesend = None  # pexpect otherwise sleeps 50 ms before every send
-        self.proc = subprocess.Popen(argv, bufsize=0, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
+        self.proc = proc.start_group(argv, cwd, env)
         self.pid = self.proc.pid
         self.closed = False
         self._buf = b""
@@ -90,9 +90,10 @@ class AgentProcess:
     """A running agent. handler receives on_updates(list of session/update params), on_request(Request),
     on_notification(Notification), on_issue(ProtocolIssue) and on_exit(process)."""
 
-    def __init__(self, argv, cwd, env, handler, marker=None, label="agent"):
+    def __init__(self, argv, cwd, env, handler, marker=None, label="agent", threads=None):
         self.argv, self.cwd, self.env = list(argv), cwd, env
         self.handler, self.marker, self.label = handler, marker, label
+        self.threads = threads or Threads()  # the daemon's; a process of its own outside one (login, tests)
         self.spawn = self.stdout = None
         self.identity = None
         self._ids = itertools.count()
@@ -119,7 +120,7 @@ class AgentProcess:
         os.set_blocking(self.spawn.proc.stdin.fileno(), False)
         for target, name in ((self._read_stdout, "stdout"), (self.stderr.drain, "stderr"),
                              (self._write_stdin, "stdin")):
-            threading.Thread(target=target, name=f"{self.label}-{name}", daemon=True).start()
+            self.threads.start(f"{self.label}-{name}", target)
         return self
 
     @property
@@ -334,8 +335,7 @@ class AgentProcess:
         with self._pending_lock:
             if self._aside is None:
                 self._aside = queue.SimpleQueue()
-                threading.Thread(target=self._work_aside, args=(self._aside,), name=f"{self.label}-requests",
-                                 daemon=True).start()
+                self.threads.start(f"{self.label}-requests", self._work_aside, self._aside)
             self._aside.put(work)
 
     def _work_aside(self, works):

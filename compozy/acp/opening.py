@@ -14,6 +14,7 @@ from compozy.acp.evidence import described
 from compozy.acp.options import take_options
 from compozy.acp.refusal import refused
 from compozy.redact import redact
+from compozy.states import FailureKind
 
 log = logging.getLogger("compozy.acp.client")
 
@@ -54,7 +55,7 @@ def open_session(client, cwd, load_id=None, tools=None):
     except (AcpError, AgentExited, TimeoutError) as exc:
         raise refused(client, "startup_failure", f"{SESSION_NEW} failed", exc=exc) from None
     if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
-        raise refused(client, "protocol_failure", f"{SESSION_NEW} answered without a sessionId")
+        raise refused(client, FailureKind.PROTOCOL_FAILURE, f"{SESSION_NEW} answered without a sessionId")
     client.opened = NEW
     take_options(client, result)
     client.opened_as(result["sessionId"])
@@ -72,7 +73,7 @@ def _take_up(client, method, params):
                     described(exc, client.process.env))  # the agent's reason, often only in the error's data
         return False
     except AgentExited as exc:
-        raise refused(client, "load_session_failure", f"agent exited during {method}", exc=exc) from None
+        raise refused(client, FailureKind.LOAD_SESSION_FAILURE, f"agent exited during {method}", exc=exc) from None
     except BaseException:
         client.acp_session_id = None
         raise

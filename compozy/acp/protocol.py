@@ -1,6 +1,7 @@
 """ACP wire format: newline-delimited JSON-RPC 2.0 over stdio.
 
-Framing, message classification and blocking line I/O. Stdlib and compozy.text only.
+Message classification and blocking line I/O over compozy.jsonrpc's framing. Stdlib, compozy.text
+and compozy.jsonrpc only.
 """
 
 from __future__ import annotations
@@ -12,35 +13,34 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from compozy.text import json_line
+from compozy import jsonrpc
+from compozy.jsonrpc import ENVELOPE
 
 PROTOCOL_VERSION = 1
 # One line holds a prompt at its 1 MiB cap (measured encoded) with any carried context, or an
 # 8 MiB file read; both sides of the pipe use the same limit.
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+# JSON-RPC's own codes, which ACP's callers name through this module, then ACP's.
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST, jsonrpc.METHOD_NOT_FOUND
+INVALID_PARAMS, INTERNAL_ERROR = jsonrpc.INVALID_PARAMS, jsonrpc.INTERNAL_ERROR
 REQUEST_CANCELLED = -32800
 AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
 
-JSONRPC_VERSION = "2.0"
+JSONRPC_VERSION = jsonrpc.VERSION
 SESSION_UPDATE = "session/update"  # an agent's output notification
 EXCERPT_LIMIT = 200
 _READ_SIZE = 64 * 1024
 _WHITESPACE = b" \t\r\n"  # what JSON may have around a value (and json.loads skips)
 # json.loads without its per-call layers (a third of a short line's decoding): the text is stripped, so
 # a line is one value exactly when the scan ends at its end.
-_scan = json.JSONDecoder().scan_once
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by __init__, untyped
 
 
-def encode(message: dict) -> bytes:
+def encode(message: dict | str) -> bytes:
     """Serialize one message as a single UTF-8 line ending in a newline (compozy.text.json_line)."""
-    return json_line(message)
+    return jsonrpc.encode(message)
 
 
 def encoded_size(text: str) -> int:
@@ -48,23 +48,8 @@ def encoded_size(text: str) -> int:
     return len(encode(text)) - 3
 
 
-def make_request(request_id, method: str, params: dict) -> dict:
-    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "method": method, "params": params}
-
-
-def make_notification(method: str, params: dict) -> dict:
-    return {"jsonrpc": JSONRPC_VERSION, "method": method, "params": params}
-
-
-def make_result(request_id, result) -> dict:
-    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "result": result}
-
-
-def make_error(request_id, code: int, message: str, data=None) -> dict:
-    error = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "error": error}
+make_request, make_notification = jsonrpc.request, jsonrpc.notification
+make_result, make_error = jsonrpc.result, jsonrpc.error
 
 
 @dataclass(frozen=True)
@@ -131,7 +116,7 @@ def parse_output_line(line: bytes) -> Message | ProtocolIssue | dict | None:
     a turn) comes as its params dict: the same check as parse_line's, with no Notification around it."""
     payload, stripped = _decoded(line)
     if payload.__class__ is dict and payload.get("method") == SESSION_UPDATE and "id" not in payload \
-            and payload.get("jsonrpc") == JSONRPC_VERSION and "result" not in payload and "error" not in payload:
+            and payload.get(ENVELOPE) == JSONRPC_VERSION and "result" not in payload and "error" not in payload:
         params = payload.get("params")
         if params is None or params.__class__ is dict:
             return params or {}
@@ -185,7 +170,8 @@ def recover_request_id(head: bytes, tail: bytes):
     first "id" field of the head (encoders put it before params), else the last of the tail."""
     if b'"method"' not in head + tail:
         return NO_ID
-    found = _ID_FIELD.search(head) or (list(_ID_FIELD.finditer(tail)) or [None])[-1]
+    in_tail = list(_ID_FIELD.finditer(tail))
+    found = _ID_FIELD.search(head) or (in_tail[-1] if in_tail else None)
     if found is None:
         return NO_ID
     try:
@@ -195,7 +181,7 @@ def recover_request_id(head: bytes, tail: bytes):
 
 
 def _classify(payload: dict) -> Message | None:
-    if payload.get("jsonrpc") != JSONRPC_VERSION:
+    if payload.get(ENVELOPE) != JSONRPC_VERSION:
         return None
     if "method" in payload:
         return _classify_call(payload)

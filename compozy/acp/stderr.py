@@ -12,6 +12,7 @@ import time
 from collections import deque
 
 from compozy.acp.output import unread
+from compozy.clock import monotonic
 from compozy.redact import redact
 from compozy.text import terminal_output
 
@@ -52,8 +53,8 @@ class StderrRing:
 
     def tail(self, lines=None):
         """The last 64 KiB (or the last `lines` lines) as plain, redacted text."""
-        deadline = time.monotonic() + SETTLE_SECONDS
-        while not self._settled() and time.monotonic() < deadline:
+        deadline = monotonic() + SETTLE_SECONDS
+        while not self._settled() and monotonic() < deadline:
             time.sleep(SETTLE_POLL)
         with self._lock:
             data = b"".join(self._chunks)[-RING_BYTES:]

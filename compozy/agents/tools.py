@@ -14,6 +14,8 @@ import subprocess
 import threading
 from urllib.parse import urlsplit
 
+from compozy.acp import protocol
+
 PROTOCOL_VERSION = "2025-11-25"
 CLIENT_INFO = {"name": "compozy-reference", "version": "1"}
 ACCEPT = "application/json, text/event-stream"
@@ -65,7 +67,7 @@ class Connection:
 
     def request(self, method: str, params: dict) -> dict:
         request_id = self.next_id()
-        answer = self.exchange({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, request_id)
+        answer = self.exchange(protocol.make_request(request_id, method, params), request_id)
         if not isinstance(answer, dict):
             raise ToolError(f"{method}: no answer")
         if "error" in answer:
@@ -74,7 +76,7 @@ class Connection:
         return answer.get("result") if isinstance(answer.get("result"), dict) else {}
 
     def notify(self, method: str) -> None:
-        self.exchange({"jsonrpc": "2.0", "method": method}, None)
+        self.exchange(protocol.make_notification(method), None)
 
     def exchange(self, message: dict, request_id) -> dict | None:
         raise NotImplementedError

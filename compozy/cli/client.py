@@ -120,10 +120,6 @@ class Client:
                                f"start one with `compozy daemon start`") from None
 
 
-def path_of(*parts):
-    return "/" + "/".join(quote(str(p), safe="") for p in parts)
-
-
 def request(operation, fields):
     """(method, path, query, body) of an operation from the table: path parameters by name, every
     other field in the body when the operation reads one, else in the query. None means absent."""

@@ -19,7 +19,7 @@ from compozy.cli.session import session
 from compozy.errors import CompozyError
 from compozy.ids import new_id
 
-FENCE_NAMES = tuple(name for name in OPS["session.rewind"].body if name.startswith("expected_"))
+FENCE_NAMES = tuple(name for name in OPS["session.rewind"].body or () if name.startswith("expected_"))
 
 
 PRESENTATION["session.derive.preview"] = Presentation(

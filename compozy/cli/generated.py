@@ -37,7 +37,7 @@ class Presentation:
     quiet: str = ""                 # -q prints these only (text receives quiet=True then)
 
 
-PRESENTATION = {}  # operation name -> Presentation, filled by the CLI modules that present their commands
+PRESENTATION: dict = {}  # operation name -> Presentation, filled by the CLI modules that present their commands
 
 
 def generate(root):

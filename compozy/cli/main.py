@@ -96,7 +96,7 @@ def cli(ctx, url, profile):
     ctx.obj = Context(url)
 
 
-_chosen_profile = []  # the profile this process points at, once chosen (top-level or on the command)
+_chosen_profile: list = []  # the profile this process points at, once chosen (top-level or on the command)
 
 
 def use_profile(name):

@@ -10,12 +10,12 @@ import json
 import sys
 import threading
 
+from compozy import jsonrpc
 from compozy.api import TOOL_SERVER_PATH
 from compozy.errors import CompozyError
-from compozy.text import json_line
+from compozy.jsonrpc import INTERNAL_ERROR, PARSE_ERROR
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
-PARSE_ERROR, INTERNAL_ERROR = -32700, -32603
 
 
 class Relay:
@@ -31,30 +31,30 @@ class Relay:
             try:
                 message = json.loads(line)
             except ValueError:
-                self.write(_error(None, PARSE_ERROR, "not a JSON message"))
+                self.write(jsonrpc.error(None, PARSE_ERROR, "not a JSON message"))
                 continue
             threading.Thread(target=self.forward, args=(message,), daemon=True).start()
         return 0
 
     def forward(self, message):
-        expects_answer = isinstance(message, dict) and "method" in message and "id" in message
+        expects_answer = jsonrpc.wants_answer(message)
         try:
             status, data = self.client.exchange("POST", self.path, message, ACCEPT)
         except CompozyError as exc:
             if expects_answer:
-                self.write(_error(message["id"], INTERNAL_ERROR, exc.message, exc.to_body()))
+                self.write(jsonrpc.error(message["id"], INTERNAL_ERROR, exc.message, exc.to_body()))
             return
         if not expects_answer:
             return
         answer = _decode(data)
-        if not isinstance(answer, dict) or answer.get("jsonrpc") != "2.0":
-            answer = _error(message["id"], INTERNAL_ERROR, f"the daemon answered HTTP {status} without JSON-RPC")
+        if not jsonrpc.is_message(answer):
+            answer = jsonrpc.error(message["id"], INTERNAL_ERROR, f"the daemon answered HTTP {status} without JSON-RPC")
         elif answer.get("id") is None:
             answer["id"] = message["id"]  # refused before the daemon read the message: it is this one's answer
         self.write(answer)
 
     def write(self, message):
-        line = json_line(message)
+        line = jsonrpc.encode(message)
         with self.lock:
             self.outfile.write(line)
             self.outfile.flush()
@@ -65,11 +65,6 @@ def _decode(data):
         return json.loads(data)
     except ValueError:
         return None
-
-
-def _error(request_id, code, message, data=None):
-    error = {"code": code, "message": message, **({"data": data} if data is not None else {})}
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def relay(client, secret):

@@ -110,7 +110,7 @@ class Daemon:
         servers = serve(app, sockets, descriptors, max_streams)
         heap.settle()
         self._install_signal_handlers()
-        threading.Thread(target=self.serve_loop, args=(servers[0],), name="waitress", daemon=True).start()
+        manager.services.threads.start("waitress", self.serve_loop, servers[0], serving=True)
         self.info = {"pid": os.getpid(), "http": url, "socket": str(self.socket_path), "started_at": now_iso(),
                      "version": __version__, "config_loaded_at": now_iso()}
         write_private_json(self.home.daemon_file, self.info)
@@ -180,11 +180,11 @@ class Daemon:
         return sockets, port
 
     def _install_signal_handlers(self):
-        def request_stop(signum, frame):
+        def request_stop(_signum, _frame):
             self.stop_requested.set()
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
-        signal.signal(signal.SIGHUP, lambda signum, frame: self.reload_requested.set())
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: self.reload_requested.set())
 
     def _cleanup(self, lock_fd):
         for path in (self.home.daemon_file, self.socket_path):

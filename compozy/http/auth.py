@@ -16,13 +16,13 @@ import hashlib
 import hmac
 import secrets
 import threading
-import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from urllib.parse import urlencode
 
 from flask import Response, redirect, request
 
 from compozy import api
+from compozy.clock import SYSTEM
 from compozy.errors import CompozyError
 from compozy.http.guards import json_body, query_args
 
@@ -64,7 +64,7 @@ class Auth:
         if self.page_url is None:
             raise CompozyError("page_unavailable", "this daemon serves no HTTP address (it runs with --no-http), "
                                                    "so there is no page to open")
-        expires = datetime.now(timezone.utc) + timedelta(seconds=LOGIN_TTL)
+        expires = datetime.fromtimestamp(SYSTEM.wall() + LOGIN_TTL, timezone.utc)
         expires_at = expires.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         if self.secret is None:  # daemon.auth = "none": nothing to log in with
             return {"url": f"{self.page_url}{path}", "expires_at": expires_at}
@@ -73,7 +73,7 @@ class Auth:
             self._forget_expired()
             while len(self.logins) >= MAX_LOGINS:
                 self.logins.pop(next(iter(self.logins)))
-            self.logins[token] = time.monotonic() + LOGIN_TTL
+            self.logins[token] = SYSTEM.monotonic() + LOGIN_TTL
         return {"url": f"{self.page_url}{path}?{urlencode({TOKEN_PARAMETER: token})}", "expires_at": expires_at}
 
     def _login(self, given):
@@ -91,7 +91,7 @@ class Auth:
             return self.logins.pop(given, None) is not None
 
     def _forget_expired(self):
-        now = time.monotonic()
+        now = SYSTEM.monotonic()
         for token in [t for t, deadline in self.logins.items() if deadline <= now]:
             del self.logins[token]
 

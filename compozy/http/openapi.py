@@ -54,10 +54,6 @@ def error_codes(operation):
     return tuple(dict.fromkeys((*operation.errors, *codes)))
 
 
-def documented_statuses(operation):
-    return {s.status for s in operation.success} | {ERRORS[code].status for code in error_codes(operation)}
-
-
 def _operation(operation):
     document = {"operationId": operation.name, "summary": operation.summary, "tags": [operation.name.split(".")[0]],
                 "parameters": _parameters(operation), "responses": _responses(operation)}

@@ -9,7 +9,7 @@ from compozy.errors import ERRORS
 from compozy.states import (PERMISSION_SELECTED, TOP_LEVEL_KINDS, BusyMode, Disposition, FirstPrompt, HealthState,
                             LineageKind, NativeState, PermissionDecision, QueueStatus, RuntimeStatus,
                             RuntimeTransition, SessionState, SessionType, SteerDelivery, StopCause, StopReason,
-                            WaitingOn)
+                            TitleState, WaitingOn)
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -114,7 +114,7 @@ SESSION_FIELDS = dict(
     derivation=ref("Derivation"),
     spawn=obj(["role", "ttl", "expires_at", "permissions"], role=STRING, ttl=STRING, expires_at=TIMESTAMP,
               permissions=obj(["mode", "parent_mode"], mode=STRING, parent_mode=STRING)),
-    auto_title=obj(["state", "at"], state=enum(("running", "titled", "failed", "superseded")), at=TIMESTAMP))
+    auto_title=obj(["state", "at"], state=enum(TitleState), at=TIMESTAMP))
 SESSION_REQUIRED = ("id", "name", "type", "state", "agent_name", "workspace_id", "cwd", "created_at", "updated_at",
                     "archived", "fences", "runtime", "lineage", "activity", "health", "supervision", "escalated")
 EVENT = obj(["id", "session_id", "sequence", "turn_id", "type", "agent_name", "workspace_id", "content", "timestamp"],
@@ -183,6 +183,8 @@ SCHEMAS = {
                                           exit_code=nullable(INTEGER), timed_out=BOOLEAN, output=STRING,
                                           truncated=BOOLEAN, error=nullable(STRING))),
                       recent_events=array(ref("Event")),
+                      threads=obj(["started", "running", "named"], started=INTEGER, running=INTEGER,
+                                  named=array(STRING)),
                       agent_stderr=nullable(obj(["source", "text"], source=enum(("serving", "last_agent",
                                                                                   "crash_bundle")),
                                                 text=STRING, provider=STRING, pid=INTEGER, path=STRING)),

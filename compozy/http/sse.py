@@ -7,13 +7,12 @@ about a second rather than at the next keepalive. The generator runs on a stream
 (compozy/daemon/workers.py) for the stream's lifetime.
 """
 
-import json
 import threading
-import time
 from collections import OrderedDict
 
 from flask import Response, current_app, request
 
+from compozy.clock import monotonic
 from compozy.errors import CompozyError
 from compozy.store.storedrecord import StoredRecord
 from compozy.text import compact_json
@@ -111,22 +110,22 @@ def sse_response(open_pairs):
 
 def _frames(pairs, gone):
     yield ": stream open\n\n"
-    quiet_since = time.monotonic()
+    quiet_since = monotonic()
     for item in pairs:
         if isinstance(item, list):  # one feed batch: one write (waitress sends each yielded chunk alone)
             if item:
                 yield "".join([RENDERED.frame(event, data) for event, data in item])
-                quiet_since = time.monotonic()
+                quiet_since = monotonic()
             continue
         event, data = item
         if event is not None:
             yield RENDERED.frame(event, data)
-            quiet_since = time.monotonic()
+            quiet_since = monotonic()
         elif gone():
             return
-        elif time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
+        elif monotonic() - quiet_since >= KEEPALIVE_SECONDS:
             yield ": keepalive\n\n"
-            quiet_since = time.monotonic()
+            quiet_since = monotonic()
 
 
 def batches_as_pairs(batches):

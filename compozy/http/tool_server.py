@@ -11,7 +11,8 @@ import json
 
 from flask import Response, jsonify, request
 
-from compozy.acp.protocol import INVALID_REQUEST, PARSE_ERROR, make_error
+from compozy import jsonrpc
+from compozy.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from compozy.api import TOOL_SERVER_PATH
 from compozy.errors import CompozyError, error_body
 from compozy.mcp import server
@@ -46,4 +47,4 @@ def _answer(manager, secret):
 
 
 def _refused(status, code, message, data):
-    return jsonify(make_error(None, code, message, data)), status
+    return jsonify(jsonrpc.error(None, code, message, data)), status

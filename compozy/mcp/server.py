@@ -5,8 +5,8 @@ answers the streamable HTTP endpoint and, through it, the stdio relay. It speaks
 (`initialize`, `notifications/initialized`, `ping`) and tools (`tools/list`, `tools/call`).
 """
 
-from compozy import __version__, api
-from compozy.acp.protocol import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, make_error, make_result
+from compozy import __version__, api, jsonrpc
+from compozy.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from compozy.mcp import tools
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
@@ -23,20 +23,20 @@ class Refusal(Exception):
 
 def handle(manager, caller, message):
     """The JSON-RPC response to one message; None for a notification or a response (nothing to answer)."""
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return make_error(None, INVALID_REQUEST, "not a JSON-RPC 2.0 message")
-    if "method" not in message or "id" not in message:
+    if not jsonrpc.is_message(message):
+        return jsonrpc.error(None, INVALID_REQUEST, "not a JSON-RPC 2.0 message")
+    if not jsonrpc.wants_answer(message):
         return None  # notifications (initialized, cancelled) and responses need no answer
     method, params = message["method"], message.get("params") or {}
     if not isinstance(method, str) or not isinstance(params, dict):
-        return make_error(message["id"], INVALID_REQUEST, "method must be a string and params an object")
+        return jsonrpc.error(message["id"], INVALID_REQUEST, "method must be a string and params an object")
     handler = METHODS.get(method)
     if handler is None:
-        return make_error(message["id"], METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
+        return jsonrpc.error(message["id"], METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
     try:
-        return make_result(message["id"], handler(manager, caller, params))
+        return jsonrpc.result(message["id"], handler(manager, caller, params))
     except Refusal as refusal:
-        return make_error(message["id"], refusal.code, refusal.message)
+        return jsonrpc.error(message["id"], refusal.code, refusal.message)
 
 
 def negotiated(version):

@@ -5,15 +5,20 @@ Layer 2. Session rows are an index over the session directories (rebuildable at 
 admission, queue and interaction tables are the daemon's durable control plane.
 """
 
+from __future__ import annotations
+
 import json
 from contextlib import contextmanager
+from typing import Any, Iterable
 
 from peewee import (BooleanField, CharField, IntegerField, IntegrityError, Model, TextField, fn)
 
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
+from compozy.states import InteractionState
 from compozy.store.db import Guarded, open_sqlite
 from compozy.store.derivations import Derived
+from compozy.store.records import Admission, Interaction, QueueEntry
 from compozy.store.rows import marks, select_rows, update_row
 from compozy.store.sessionindex import upsert
 
@@ -110,12 +115,8 @@ def make_models(db):
     return Workspace, SessionRow, Admission, QueueEntry, Interaction
 
 
-def _row_dict(row, json_fields=()):
-    data = dict(row.__data__)
-    for name in json_fields:
-        if data.get(name) is not None:
-            data[name] = json.loads(data[name])
-    return data
+def _row_dict(row):
+    return dict(row.__data__)
 
 
 class Catalog:
@@ -263,45 +264,35 @@ class Catalog:
 
     # -- prompt admissions and input mutations -----------------------------------
 
-    ADMISSION_COLUMNS = ("id", "session_id", "operation", "message_id", "idempotency_key", "fingerprint", "state",
-                         "result", "created_at", "updated_at")
-
     def _admission_where(self, condition, params):
         # Raw SQL: these lookups run on every prompt, where peewee's query building costs ~1 ms.
+        columns = Admission.columns()
         with self.guard.read() as db:
-            row = db.execute_sql(f"SELECT {', '.join(self.ADMISSION_COLUMNS)} FROM admissions WHERE {condition}",
-                                 params).fetchone()
-        if row is None:
-            return None
-        admission = dict(zip(self.ADMISSION_COLUMNS, row))
-        admission["result"] = json.loads(admission["result"]) if admission["result"] else None
-        return admission
+            row = db.execute_sql(f"SELECT {', '.join(columns)} FROM admissions WHERE {condition}", params).fetchone()
+        return None if row is None else Admission.from_row(dict(zip(columns, row)))
 
-    def admission(self, session_id, idempotency_key):
+    def admission(self, session_id: str, idempotency_key: str) -> Admission | None:
         return self._admission_where("session_id = ? AND idempotency_key = ?", (session_id, idempotency_key))
 
-    def admission_by_message(self, session_id, message_id):
+    def admission_by_message(self, session_id: str, message_id: str) -> Admission | None:
         return self._admission_where("session_id = ? AND message_id = ? AND operation = 'prompt'",
                                      (session_id, message_id))
 
-    def add_admission(self, **fields):
+    def add_admission(self, admission: Admission) -> None:
         stamp = now_iso()
-        fields = {"created_at": stamp, "updated_at": stamp, "message_id": None, "result": None, **fields}
-        if isinstance(fields["result"], dict):
-            fields["result"] = json.dumps(fields["result"])
-        names = [c for c in self.ADMISSION_COLUMNS if c in fields]
+        fields = {**admission.to_row(), "created_at": stamp, "updated_at": stamp}
         with self.guard.write() as db:
-            db.execute_sql(f"INSERT INTO admissions ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                           [fields[c] for c in names])
+            db.execute_sql(f"INSERT INTO admissions ({', '.join(fields)}) VALUES ({marks(fields)})",
+                           list(fields.values()))
 
-    def update_admission(self, admission_id, expected_state=None, **fields):
+    def update_admission(self, admission_id: str, expected_state: str | None = None, **fields: Any) -> int:
         """Rows changed (0 when the admission is gone or not in expected_state)."""
         if isinstance(fields.get("result"), dict):
             fields["result"] = json.dumps(fields["result"])
         with self.guard.write() as db:
             return update_row(db, "admissions", admission_id, fields, ("state", expected_state))
 
-    def delete_admission(self, admission_id, expected_state=None):
+    def delete_admission(self, admission_id: str, expected_state: str | None = None) -> int:
         A = self.Admission
         where = A.id == admission_id
         if expected_state is not None:
@@ -309,82 +300,78 @@ class Catalog:
         with self.guard.write():
             return A.delete().where(where).execute()
 
-    def admissions_in_state(self, state):
+    def admissions_in_state(self, state: str) -> list[Admission]:
         A = self.Admission
         with self.guard.read():
-            return [_row_dict(r, ("result",)) for r in A.select().where(A.state == state)]
+            return [Admission.from_row(r.__data__) for r in A.select().where(A.state == state)]
 
     # -- the durable input queue -------------------------------------------------
 
-    def add_entry(self, **fields):
+    def add_entry(self, entry: QueueEntry) -> QueueEntry | None:
+        """The entry at the end of its session's queue."""
         Q = self.QueueEntry
         stamp = now_iso()
-        fields["runtime"] = json.dumps(fields.get("runtime") or {})
+        fields = {**entry.to_row(), "runtime": json.dumps(entry.runtime or {}), "created_at": stamp,
+                  "updated_at": stamp}
         with self.guard.write():
-            last = Q.select(fn.MAX(Q.position)).where(Q.session_id == fields["session_id"]).scalar() or 0
-            Q.create(position=last + 1, created_at=stamp, updated_at=stamp, **fields)
-        return self.entry(fields["session_id"], fields["id"])
+            last = Q.select(fn.MAX(Q.position)).where(Q.session_id == entry.session_id).scalar() or 0
+            Q.create(**{**fields, "position": last + 1})
+        return self.entry(entry.session_id, entry.id)
 
     def _entries(self, where, params, order=""):
         with self.guard.read() as db:
-            return select_rows(db, "input_queue", self.QueueEntry._meta.sorted_field_names, where, params, order,
-                               ("runtime",))
+            rows = select_rows(db, "input_queue", QueueEntry.columns(), where, params, order)
+        return [QueueEntry.from_row(row) for row in rows]
 
-    def entry(self, session_id, entry_id):
+    def entry(self, session_id: str, entry_id: str) -> QueueEntry | None:
         found = self._entries("id = ? AND session_id = ?", (entry_id, session_id))
         return found[0] if found else None
 
-    def entries(self, session_id, statuses=("queued",)):
+    def entries(self, session_id: str, statuses: Iterable[str] = ("queued",)) -> list[QueueEntry]:
         """In run order: replacements (priority 0) first, then FIFO by admission position."""
         statuses = list(statuses)
         return self._entries(f"session_id = ? AND status IN ({marks(statuses)})", (session_id, *statuses),
                              "priority, position")
 
-    def count_entries(self, session_id, statuses=("queued",)):
+    def count_entries(self, session_id: str, statuses: Iterable[str] = ("queued",)) -> int:
         Q = self.QueueEntry
         with self.guard.read():
             return Q.select().where((Q.session_id == session_id) & (Q.status.in_(list(statuses)))).count()
 
-    def update_entry(self, entry_id, expected_status=None, **fields):
+    def update_entry(self, entry_id: str, expected_status: str | None = None, **fields: Any) -> int:
         """Rows changed (0 when the entry is gone or not in expected_status)."""
         if "runtime" in fields:
             fields["runtime"] = json.dumps(fields["runtime"] or {})
         with self.guard.write() as db:
             return update_row(db, "input_queue", entry_id, fields, ("status", expected_status))
 
-    def sessions_with_entries(self, statuses):
+    def sessions_with_entries(self, statuses: Iterable[str]) -> list[str]:
         Q = self.QueueEntry
         with self.guard.read():
             return sorted({r[0] for r in Q.select(Q.session_id).where(Q.status.in_(list(statuses))).tuples()})
 
     # -- pending interactions (permission requests) -------------------------------
 
-    def add_interaction(self, **fields):
-        fields["payload"] = json.dumps(fields.get("payload") or {})
+    def add_interaction(self, interaction: Interaction) -> None:
+        fields = {**interaction.to_row(), "payload": json.dumps(interaction.payload or {}), "created_at": now_iso()}
         with self.guard.write():
-            self.Interaction.create(created_at=now_iso(), **fields)
+            self.Interaction.create(**fields)
 
-    def interaction(self, session_id, interaction_id):
-        I = self.Interaction
-        with self.guard.read():
-            row = I.get_or_none((I.id == interaction_id) & (I.session_id == session_id))
-        return row and _row_dict(row, ("payload",))
-
-    def interactions(self, session_id, statuses=("pending",)):
+    def interactions(self, session_id: str, statuses: Iterable[str] = (InteractionState.PENDING,)) -> list[Interaction]:
         I = self.Interaction
         with self.guard.read():
             rows = I.select().where((I.session_id == session_id) & (I.status.in_(list(statuses))))
-            return [_row_dict(r, ("payload",)) for r in rows.order_by(I.created_at)]
+            return [Interaction.from_row(r.__data__) for r in rows.order_by(I.created_at)]
 
-    def resolve_interaction(self, interaction_id, status, decision=None):
+    def resolve_interaction(self, interaction_id: str, status: str, decision: str | None = None) -> bool:
         """pending -> status, once; returns False when it was no longer pending."""
         I = self.Interaction
         with self.guard.write():
             changed = (I.update(status=status, decision=decision, resolved_at=now_iso())
-                       .where((I.id == interaction_id) & (I.status == "pending")).execute())
+                       .where((I.id == interaction_id) & (I.status == InteractionState.PENDING)).execute())
         return bool(changed)
 
-    def orphan_pending_interactions(self):
+    def orphan_pending_interactions(self, status: str) -> int:
         I = self.Interaction
         with self.guard.write():
-            return I.update(status="orphaned", resolved_at=now_iso()).where(I.status == "pending").execute()
+            return I.update(status=status, resolved_at=now_iso()).where(I.status == InteractionState.PENDING).execute()

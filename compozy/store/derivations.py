@@ -5,11 +5,15 @@ idempotency_key), so one key creates at most one session. Both keep their outcom
 retries, and a state the domain moves along its table (compozy.states) with a compare-and-set.
 """
 
+from __future__ import annotations
+
 import json
+from typing import Any
 
 from peewee import CharField, CompositeKey, Model, TextField
 
 from compozy.clock import now_iso
+from compozy.store.records import Derivation, RewindReceipt
 
 
 def make_models(db):
@@ -49,12 +53,6 @@ def make_models(db):
     return RewindReceipt, Derivation
 
 
-def _row(row):
-    data = dict(row.__data__)
-    data["result"] = json.loads(data["result"]) if data.get("result") else None
-    return data
-
-
 class Derived:
     """The two tables, on the catalog's connection and lock (compozy.store.catalog)."""
 
@@ -66,28 +64,27 @@ class Derived:
 
     # -- rewind receipts ----------------------------------------------------------------------
 
-    def rewind(self, session_id, key):
+    def rewind(self, session_id: str, key: str) -> RewindReceipt | None:
         R = self.RewindReceipt
         with self.guard.read():
             row = R.get_or_none((R.session_id == session_id) & (R.idempotency_key == key))
-        return row and _row(row)
+        return row and RewindReceipt.from_row(row.__data__)
 
-    def add_rewind(self, session_id, key, fingerprint, state, result):
+    def add_rewind(self, receipt: RewindReceipt) -> None:
         stamp = now_iso()
         with self.guard.write():
-            self.RewindReceipt.create(session_id=session_id, idempotency_key=key, fingerprint=fingerprint,
-                                      state=state, result=json.dumps(result), created_at=stamp, updated_at=stamp)
+            self.RewindReceipt.create(**{**receipt.to_row(), "created_at": stamp, "updated_at": stamp})
 
-    def move_rewind(self, session_id, key, old, new):
+    def move_rewind(self, session_id: str, key: str, old: str, new: str) -> int:
         R = self.RewindReceipt
         with self.guard.write():
             return R.update(state=new, updated_at=now_iso()).where(
                 (R.session_id == session_id) & (R.idempotency_key == key) & (R.state == old)).execute()
 
-    def rewinds_in_state(self, state):
+    def rewinds_in_state(self, state: str) -> list[RewindReceipt]:
         R = self.RewindReceipt
         with self.guard.read():
-            return [_row(r) for r in R.select().where(R.state == state)]
+            return [RewindReceipt.from_row(r.__data__) for r in R.select().where(R.state == state)]
 
     def forget_session(self, session_id):
         """A removed session's receipts go with it (its derivations stay: they answer child_deleted)."""
@@ -97,19 +94,18 @@ class Derived:
 
     # -- derivations ------------------------------------------------------------------------------
 
-    def derivation(self, workspace_id, key):
+    def derivation(self, workspace_id: str, key: str) -> Derivation | None:
         D = self.Derivation
         with self.guard.read():
             row = D.get_or_none((D.workspace_id == workspace_id) & (D.idempotency_key == key))
-        return row and _row(row)
+        return row and Derivation.from_row(row.__data__)
 
-    def add_derivation(self, **fields):
+    def add_derivation(self, derivation: Derivation) -> None:
         stamp = now_iso()
-        fields["result"] = json.dumps(fields["result"]) if fields.get("result") is not None else None
         with self.guard.write():
-            self.Derivation.create(created_at=stamp, updated_at=stamp, **fields)
+            self.Derivation.create(**{**derivation.to_row(), "created_at": stamp, "updated_at": stamp})
 
-    def update_derivation(self, workspace_id, key, expected_state=None, **fields):
+    def update_derivation(self, workspace_id: str, key: str, expected_state: str | None = None, **fields: Any) -> int:
         """Rows changed (0 when the derivation is gone or not in expected_state)."""
         D = self.Derivation
         if "result" in fields:
@@ -120,13 +116,13 @@ class Derived:
         with self.guard.write():
             return D.update(updated_at=now_iso(), **fields).where(where).execute()
 
-    def delete_derivation(self, workspace_id, key, expected_state):
+    def delete_derivation(self, workspace_id: str, key: str, expected_state: str) -> int:
         D = self.Derivation
         with self.guard.write():
             return D.delete().where((D.workspace_id == workspace_id) & (D.idempotency_key == key)
                                     & (D.state == expected_state)).execute()
 
-    def derivations_in_state(self, state):
+    def derivations_in_state(self, state: str) -> list[Derivation]:
         D = self.Derivation
         with self.guard.read():
-            return [_row(r) for r in D.select().where(D.state == state)]
+            return [Derivation.from_row(r.__data__) for r in D.select().where(D.state == state)]

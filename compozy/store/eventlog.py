@@ -23,7 +23,6 @@ from compozy.text import compact_json
 MAX_READ_LIMIT = 1000
 SQLITE_MAX = 2**63 - 1
 DEFAULT_READ_LIMIT = 200
-ARCHIVE_FILTERS = ("active", "archived", "all")
 
 COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
@@ -135,9 +134,6 @@ class EventLog:
                     for i, (kind, turn_id, _, agent_name) in enumerate(items)]
             db.cursor().executemany(INSERT, rows)
         return first, timestamp, rows
-
-    def append_one(self, kind, turn_id, content, agent_name=None):
-        return self.append([(kind, turn_id, content, agent_name)])[0]
 
     def _record(self, sequence, event_id, turn_id, kind, agent_name, content, archived, timestamp):
         record = {"id": event_id, "session_id": self.session_id, "sequence": sequence,

@@ -94,7 +94,7 @@ def create_schema(db):
     return models
 
 
-_template = []
+_template: list = []
 _template_lock = threading.Lock()
 
 

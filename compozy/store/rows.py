@@ -3,8 +3,6 @@
 Layer 2. Table and column names come from the code, never from a request; values are bound.
 """
 
-import json
-
 from compozy.clock import now_iso
 
 
@@ -21,15 +19,10 @@ def update_row(db, table, row_id, fields, guard=None):
     return db.execute_sql(sql, params).rowcount
 
 
-def select_rows(db, table, columns, where, params, order="", json_fields=()):
-    """Rows as dicts, with the JSON text columns in json_fields decoded."""
+def select_rows(db, table, columns, where, params, order=""):
+    """Rows as dicts of their columns, as SQLite holds them (compozy.store.records types them)."""
     sql = f"SELECT {', '.join(columns)} FROM {table} WHERE {where}" + (f" ORDER BY {order}" if order else "")
-    rows = [dict(zip(columns, row)) for row in db.execute_sql(sql, params).fetchall()]
-    for row in rows:
-        for name in json_fields:
-            if row[name] is not None:
-                row[name] = json.loads(row[name])
-    return rows
+    return [dict(zip(columns, row)) for row in db.execute_sql(sql, params).fetchall()]
 
 
 def marks(values):

@@ -2,12 +2,17 @@
 
 import threading
 import time
+from urllib.parse import quote
 
-from compozy.cli.client import path_of
 from compozy.errors import CompozyError
 from tests.harness.daemon import client_for
 
 TURN_TIMEOUT = 15.0
+
+
+def path_of(*parts):
+    """A URL path of these parts, each quoted whole."""
+    return "/" + "/".join(quote(str(p), safe="") for p in parts)
 
 
 def spath(session, *rest):

@@ -7,12 +7,13 @@ are exercised by the real-process tests (tests/unit/test_proc.py, tests/test_sto
 import signal
 from dataclasses import dataclass, field
 
+from compozy.clock import Clock
 from compozy.proc import ProcessIdentity
 
 BOOT = "fake-boot"
 
 
-class FakeClock:
+class FakeClock(Clock):
     def __init__(self, start=1000.0, wall_start=1_700_000_000.0):
         self.now, self.wall_offset = start, wall_start - start
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from compozy.cli.client import Client, path_of
+from compozy.cli.client import Client
+from tests.harness.api import path_of
 from compozy.errors import CompozyError
 from tests.harness.cli import run_cli
 from tests.harness.daemon import DaemonProcess

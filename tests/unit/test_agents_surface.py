@@ -1,6 +1,9 @@
 """Pure parts of the agents surface: wake text, title cleaning, the reference agent's title, the permission
 narrowing of governed children, spawn TTLs and the hook event names."""
 
+import json
+from dataclasses import replace
+
 import pytest
 
 from compozy.agents.directives import TITLE_PASS_PREFIX, title_of
@@ -10,7 +13,7 @@ from compozy.session.lifecycle.children import _ttl
 from compozy.session.lifecycle.hooks import EVENT_TYPES
 from compozy.session.records.governed import narrowest, permission_mode, refuse_user_action
 from compozy.session.records.record import SessionRecord
-from compozy.session.turns.messaging import wake_message
+from compozy.session.turns.messaging import ReplyWatch, Wake, wake_message
 from compozy.session.turns.titles import PROMPT, clean_title
 
 
@@ -23,11 +26,18 @@ def record(session_type="user", spawn=None):
 
 
 def test_the_wake_names_who_answered_how_and_what():
-    wake = {"session_id": "sess_x", "agent_name": "general", "turn_id": "turn_y", "how": "done (end_turn)",
-            "text": "echo: hi", "truncated": False}
+    wake = Wake(session_id="sess_x", agent_name="general", turn_id="turn_y", end="done", how="done (end_turn)",
+                text="echo: hi", truncated=False)
     assert wake_message(wake) == ("Reply from session sess_x (agent general): turn turn_y ended done (end_turn)."
                                   "\n\necho: hi")
-    assert wake_message({**wake, "truncated": True}).endswith("echo: hi [truncated]")
+    assert wake_message(replace(wake, truncated=True)).endswith("echo: hi [truncated]")
+
+
+def test_a_reply_watch_reads_back_what_it_wrote_and_its_wake_stays_typed():
+    wake = Wake("sess_x", "general", "turn_y", end="error", text="", truncated=False, how="error (agent_lost)")
+    watch = ReplyWatch("w1", "sess_a", "sess_x", "turn_y", created_at="t0", expires_at="t1", wake=wake)
+    assert ReplyWatch.from_row(json.loads(json.dumps(watch.to_row()))) == watch
+    assert ReplyWatch.from_row({**watch.to_row(), "wake": None}).wake is None
 
 
 @pytest.mark.parametrize("answer, title", [

@@ -11,6 +11,7 @@ from compozy.config import from_document
 from compozy.ids import new_id
 from compozy.manager import SessionManager
 from compozy.paths import Home
+from compozy.session.turns.messaging import Wake
 from compozy.session.turns.turn import Turn
 from compozy.states import SessionState, TurnPhase
 from tests.harness.fakes import FakeClock, FakeProcessTable
@@ -231,11 +232,11 @@ def test_a_stopped_asked_session_holds_nobody(manager, clock, watch):
     manager.stop_session(target.id, None, {"wait": True})
     turn = _turn(sender, clock)
     assert _signals(sender, "awaiting_reply") == []
-    assert sender.overlay()["activity"]["waiting"] == {"on": "reply", "since": record["created_at"],
+    assert sender.overlay()["activity"]["waiting"] == {"on": "reply", "since": record.created_at,
                                                        "session_id": target.id}
     _at(manager, clock, 30 * MINUTE, sender)
     assert turn.quiet_warning is not None
-    assert record["id"] in manager.observers["messaging"].watches  # it may still deliver, if resumed
+    assert record.id in manager.observers["messaging"].watches  # it may still deliver, if resumed
 
 
 def test_an_archived_asked_session_holds_nobody(manager, clock, watch):
@@ -249,13 +250,13 @@ def test_a_removed_asked_session_drops_the_watch(manager, clock, watch):
     sender, target, record = watch
     manager.remove_session(target.id)
     assert _signals(sender, "awaiting_reply") == [] and "waiting" not in sender.overlay()["activity"]
-    assert record["id"] not in manager.observers["messaging"].watches
+    assert record.id not in manager.observers["messaging"].watches
 
 
 def test_a_wake_waiting_for_delivery_still_counts(manager, clock, watch):
     sender, target, record = watch
     manager.stop_session(target.id, None, {"wait": True})
-    record["wake"] = {"session_id": target.id}  # the answer is in; delivery is still to come
+    record.wake = Wake(target.id, "general", record.turn_id, "done", "", False, "done")  # delivery is still to come
     assert [s["reply_ready"] for s in _signals(sender, "awaiting_reply")] == [True]
 
 
@@ -276,4 +277,4 @@ def test_a_person_is_waited_on_before_a_reply(manager, clock, workspace, watch):
 def test_a_removed_sender_drops_its_watches(manager, clock, watch):
     sender, _, record = watch
     manager.remove_session(sender.id)
-    assert record["id"] not in manager.observers["messaging"].watches
+    assert record.id not in manager.observers["messaging"].watches

@@ -44,7 +44,7 @@ def test_a_stored_record_renders_the_json_of_its_whole_dict(tmp_path, agent_name
 
 def test_a_stored_record_with_other_keys_is_encoded_whole(tmp_path):
     log = EventLog(str(tmp_path / "events.db"), "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV", "ws_01ARZ3NDEKTSV4RRFFQ69G5FAV")
-    record = log.create().append_one("agent_message", None, {"text": "x"})
+    record = log.create().append([("agent_message", None, {"text": "x"}, None)])[0]
     log.close()
     copy = StoredRecord.of(dict(record, archived=True), record.content_json)
     assert copy.json() == PLAIN(dict(copy))

@@ -74,7 +74,7 @@ def test_a_store_created_with_a_carried_context_holds_it_and_takes_events(tmp_pa
     log = EventLog(str(tmp_path / "events.db"), new_id("sess"), new_id("ws")).create(document)
     assert log.max_active_sequence() == 0 and log.is_open is not in_memory  # not opened to answer that
     assert log.carried() == document
-    log.append_one("user_message", "turn_1", {"text": "go", "message_id": "m1"})
+    log.append([("user_message", "turn_1", {"text": "go", "message_id": "m1"}, None)])
     assert log.max_active_sequence() == 1
     log.close()
     check = sqlite3.connect(tmp_path / "events.db")

@@ -9,9 +9,12 @@ outcome `created`. A message is admitted afterwards through the ordinary prompt 
 that fails the error names the new session (child_session_id). The source is never changed.
 """
 
+from __future__ import annotations
+
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from compozy.errors import CompozyError, invalid
 from compozy.serialize import Answer
@@ -23,11 +26,16 @@ from compozy.session.derive.rewind import derivable
 from compozy.session.derive.sources import snapshot
 from compozy.session.records.feed import catalog_changed
 from compozy.session.records.governed import check_agent_creation
+from compozy.session.records.receipts import recorded
+from compozy.session.records.record import SessionRecord
 from compozy.session.records.snapshots import FIELDS as RUNTIME_FIELDS
 from compozy.session.records.snapshots import check_snapshot, layer
+from compozy.session.records.store import SessionStore
 from compozy.session.records.transcript import check_fences, expected_fences
 from compozy.session.turns.messages import check_message, fingerprint
 from compozy.states import DERIVATION, DerivationState, DeriveAnswer, FirstPrompt
+from compozy.store.derivations import Derived
+from compozy.store.records import Derivation
 
 log = logging.getLogger("compozy.derive")
 
@@ -69,7 +77,7 @@ class Outcome:
         return Answer(DeriveAnswer.REPLAYED if self.replayed else DeriveAnswer.CREATED, document)
 
 
-def continue_request(source_id, workspace_id, body):
+def continue_request(source_id: str, workspace_id: str, body: Mapping[str, Any]) -> Request:
     runtime = check_snapshot(body["runtime"]) if "runtime" in body else None
     if runtime is not None and "route" in body:
         raise invalid("route chooses one of the agent's declared accounts; it cannot be combined with a runtime",
@@ -79,7 +87,7 @@ def continue_request(source_id, workspace_id, body):
                     message=message, runtime=runtime, route=body.get("route"), **_copy(body))
 
 
-def fork_request(source_id, workspace_id, body):
+def fork_request(source_id: str, workspace_id: str, body: Mapping[str, Any]) -> Request:
     message_id = validate_client_token(body["message_id"], "message_id") if "message_id" in body else None
     return _request("fork", source_id, workspace_id, body, name=_name(body), message_id=message_id, **_copy(body))
 
@@ -114,7 +122,7 @@ class Deriver:
     def derived(self):
         return self.services.catalog.derived
 
-    def derive(self, request, creator=None):
+    def derive(self, request: Request, creator: SessionRecord | None = None) -> Outcome:
         """The Outcome of a continue or fork; one (workspace, key) creates at most one session. creator: the
         record of the agent's session that asks, held to the limits on what agents create."""
         with self._stripes[hash((request.workspace_id, request.key)) % KEY_STRIPES]:
@@ -123,13 +131,12 @@ class Deriver:
         return self._first_prompt(outcome, request)
 
     def _recorded(self, existing, request):
-        if existing["fingerprint"] != request.fingerprint:
-            raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different continue or "
-                               "fork", idempotency_key=request.key)
+        recorded(existing, request.fingerprint, "this idempotency_key was used for a different continue or fork",
+                 idempotency_key=request.key)
         try:
-            child = self.sessions(existing["child_session_id"], _child_workspace(existing, request))
+            child = self.sessions(existing.child_session_id, _child_workspace(existing, request))
         except CompozyError:
-            return Outcome(None, existing["result"], replayed=True, child_deleted=True)
+            return Outcome(None, existing.result, replayed=True, child_deleted=True)
         return Outcome(child.record, child.record.derivation, replayed=True)
 
     def _create(self, request, creator=None):
@@ -162,9 +169,10 @@ class Deriver:
 
     def _new_session(self, request, session, found, agent, copied=None):
         source, child_id = session.record, new_id("sess")
-        self.derived.add_derivation(workspace_id=request.workspace_id, idempotency_key=request.key,
-                                    fingerprint=request.fingerprint, kind=request.kind, source_session_id=source.id,
-                                    child_session_id=child_id, state=DerivationState.CREATING.value, result=None)
+        self.derived.add_derivation(Derivation(workspace_id=request.workspace_id, idempotency_key=request.key,
+                                               fingerprint=request.fingerprint, kind=request.kind,
+                                               source_session_id=source.id, child_session_id=child_id,
+                                               state=DerivationState.CREATING.value))
         store = self.services.store
         try:
             native_fork = found.native_fork_possible and request.kind == "fork" and copied is None
@@ -214,7 +222,7 @@ class Deriver:
 
 def _child_workspace(existing, request):
     """A fork with copied files lives in the copy's own workspace."""
-    return ((existing["result"] or {}).get("files") or {}).get("workspace_id", request.workspace_id)
+    return ((existing.result or {}).get("files") or {}).get("workspace_id", request.workspace_id)
 
 
 def _runtime(request, source, agent):
@@ -253,7 +261,8 @@ def _identity(last_known):
     return {name: value for name, value in (last_known or {}).items() if name in RUNTIME_FIELDS and value}
 
 
-def move(derived, workspace_id, key, new, repair=False, **fields):
+def move(derived: Derived, workspace_id: str, key: str, new: DerivationState, repair: bool = False,
+         **fields: Any) -> None:
     """A derivation row along its table, compare-and-set from creating; withdrawn deletes it."""
     old = DerivationState.CREATING
     new = DERIVATION.check(old, new, repair)
@@ -265,17 +274,17 @@ def move(derived, workspace_id, key, new, repair=False, **fields):
         raise AssertionError(f"derivation {workspace_id}/{key} is no longer {old}")
 
 
-def settle_interrupted(store):
+def settle_interrupted(store: SessionStore) -> list[str]:
     """Boot: a derivation an unclean exit caught mid-creation stands when its session was written
     whole; otherwise its leftovers go and a retry runs again."""
     derived, settled = store.catalog.derived, []
     for row in derived.derivations_in_state(DerivationState.CREATING.value):
-        record = store.get(row["child_session_id"])
+        record = store.get(row.child_session_id)
         if record is not None and record.derivation:
-            move(derived, row["workspace_id"], row["idempotency_key"], DerivationState.CREATED, repair=True,
+            move(derived, row.workspace_id, row.idempotency_key, DerivationState.CREATED, repair=True,
                  result=record.derivation)
         else:
-            store.discard_directory(row["child_session_id"])
-            move(derived, row["workspace_id"], row["idempotency_key"], DerivationState.WITHDRAWN, repair=True)
-        settled.append(row["child_session_id"])
+            store.discard_directory(row.child_session_id)
+            move(derived, row.workspace_id, row.idempotency_key, DerivationState.WITHDRAWN, repair=True)
+        settled.append(row.child_session_id)
     return settled

@@ -11,14 +11,23 @@ the request asks for `files: restore`: then, in the same operation, the workspac
 the checkpoint taken when the message's turn started (session.derive.files), before the cut.
 """
 
+from __future__ import annotations
+
 import logging
 
 from compozy.errors import CompozyError
 from compozy.ids import validate_client_token
 from compozy.session.derive.files import Files, sessions_in_folder, start_of
+from compozy.session.records.live import LiveSession
+from compozy.session.records.receipts import recorded, replayed
+from compozy.session.records.record import SessionRecord
+from compozy.session.records.store import SessionStore
 from compozy.session.records.transcript import check_fences, expected_fences, fences_of
 from compozy.session.turns.messages import fingerprint
 from compozy.states import REWIND, LineageKind, RewindState, SessionState, SessionType
+from compozy.store.derivations import Derived
+from compozy.store.eventlog import EventLog
+from compozy.store.records import RewindReceipt
 
 log = logging.getLogger("compozy.rewind")
 
@@ -28,7 +37,7 @@ RESTORED = ("The workspace's files were restored to the checkpoint taken when th
             "files.undo_checkpoint_id); tool effects, network actions and external provider actions are not undone.")
 
 
-def derivable(record, done="rewound, continued or forked"):
+def derivable(record: SessionRecord, done: str = "rewound, continued or forked") -> None:
     """User sessions, provenance, recovery, continued and forked ones; never a daemon-managed one."""
     if record.type != SessionType.USER or (record.lineage or {}).get("kind") == LineageKind.SPAWN:
         raise CompozyError("session_not_derivable", f"session {record.id} is daemon-managed ({record.type}); "
@@ -44,7 +53,7 @@ class Rewinder:
     def receipts(self):
         return self.services.catalog.derived
 
-    def rewind(self, session, body):
+    def rewind(self, session: LiveSession, body: dict) -> dict:
         """The rewind result; a retry with the same key answers the first one with replayed: true."""
         message_id = validate_client_token(body["message_id"], "message_id")
         key = validate_client_token(body["idempotency_key"], "idempotency_key")
@@ -72,15 +81,12 @@ class Rewinder:
                 result["note"] = RESTORED
             return self._cut(session, key, print_, result)
 
-    def replayed(self, session, key, print_):
+    def replayed(self, session: LiveSession, key: str, print_: str) -> dict | None:
         """The recorded result of this key (a rewind's or a clear's), or None; another request is a conflict."""
-        receipt = self.receipts.rewind(session.id, key)
-        if receipt is None:
-            return None
-        if receipt["fingerprint"] != print_:
-            raise CompozyError("idempotency_conflict", "this idempotency_key was used for another rewind or clear "
-                               "of this session", idempotency_key=key)
-        return {**receipt["result"], "replayed": True}
+        receipt = recorded(self.receipts.rewind(session.id, key), print_,
+                           "this idempotency_key was used for another rewind or clear of this session",
+                           idempotency_key=key)
+        return None if receipt is None else replayed(receipt)
 
     def check_idle(self, session, action="rewind"):
         record = session.record
@@ -128,7 +134,7 @@ class Rewinder:
     def commit(self, session, key, print_, result):
         """A receipt first, then the agent retired, the cut applied, viewers reset, the record saved, the
         receipt completed (boot finishes what an unclean exit interrupts in between)."""
-        self.receipts.add_rewind(session.id, key, print_, RewindState.PENDING.value, result)
+        self.receipts.add_rewind(RewindReceipt(session.id, key, print_, RewindState.PENDING.value, result))
         self.binder.retire(session)  # the agent's context holds what is cut: the next prompt starts a fresh one
         apply(session.log, session.record, result)
         session.feed.forget()  # a viewer starting now reads only what stays active
@@ -137,7 +143,7 @@ class Rewinder:
         move(self.receipts, session.id, key, RewindState.PENDING, RewindState.COMPLETED)
 
 
-def apply(events, record, result):
+def apply(events: EventLog, record: SessionRecord, result: dict) -> None:
     """The cut itself, idempotent: archive the range, move the fences, drop the ACP session (and, for a
     clear, the carried context: it stays stored, never again prepended)."""
     if result["archived_event_count"]:
@@ -150,22 +156,23 @@ def apply(events, record, result):
         record.derivation = {**record.derivation, "carried_context": "discarded"}
 
 
-def move(receipts, session_id, key, old, new, repair=False):
+def move(receipts: Derived, session_id: str, key: str, old: RewindState, new: RewindState,
+         repair: bool = False) -> None:
     new = REWIND.check(old, new, repair)
     if not receipts.move_rewind(session_id, key, old.value, new.value):
         raise AssertionError(f"rewind receipt {session_id}/{key} is no longer {old}")
 
 
-def finish_interrupted(store):
+def finish_interrupted(store: SessionStore) -> list[str]:
     """Boot: a rewind an unclean exit interrupted is completed from its receipt; returns the session IDs."""
     receipts, finished = store.catalog.derived, []
     for receipt in receipts.rewinds_in_state(RewindState.PENDING.value):
-        record = store.get(receipt["session_id"])
+        record = store.get(receipt.session_id)
         if record is not None:
-            apply(store.events(record), record, receipt["result"])
+            apply(store.events(record), record, receipt.result)
             store.save(record)
-        move(receipts, receipt["session_id"], receipt["idempotency_key"], RewindState.PENDING,
+        move(receipts, receipt.session_id, receipt.idempotency_key, RewindState.PENDING,
              RewindState.COMPLETED, repair=True)
-        finished.append(receipt["session_id"])
-        log.warning("finished the rewind of session %s an unclean exit interrupted", receipt["session_id"])
+        finished.append(receipt.session_id)
+        log.warning("finished the rewind of session %s an unclean exit interrupted", receipt.session_id)
     return finished

@@ -33,7 +33,7 @@ class Children:
     def __init__(self, services, stopper, sessions, workspaces):
         self.services, self.stopper, self.sessions, self.workspaces = services, stopper, sessions, workspaces
         self.lock = threading.Lock()
-        self.timers = {}  # child id -> threading.Timer of its TTL
+        self.timers = {}  # child id -> the cancel event of its TTL (services.threads.after)
 
     # -- spawning ----------------------------------------------------------------------------
 
@@ -86,14 +86,13 @@ class Children:
             return
         self._cancel(session.id)
         if session.record.type == SessionType.USER:
-            threading.Thread(target=self._reap_children, args=(session.id,), name=f"reap-{session.id}",
-                             daemon=True).start()
+            self.services.threads.start(f"reap-{session.id}", self._reap_children, session.id)
 
     def closing(self):
         with self.lock:
             timers, self.timers = list(self.timers.values()), {}
         for timer in timers:
-            timer.cancel()
+            timer.set()
 
     def _reap_children(self, parent_id):
         if not self.services.accepting:
@@ -112,19 +111,17 @@ class Children:
         if not expires:
             return
         delay = max(0.0, epoch_from_iso(expires) - self.services.clock.wall())
-        timer = threading.Timer(delay, self._reap, args=(record.id, StopCause.TTL_EXPIRED))
-        timer.daemon = True
+        timer = self.services.threads.after(f"ttl-{record.id}", delay, self._reap, record.id, StopCause.TTL_EXPIRED)
         with self.lock:
             previous, self.timers[record.id] = self.timers.get(record.id), timer
         if previous is not None:
-            previous.cancel()
-        timer.start()
+            previous.set()
 
     def _cancel(self, session_id):
         with self.lock:
             timer = self.timers.pop(session_id, None)
         if timer is not None:
-            timer.cancel()
+            timer.set()
 
     def _reap(self, child_id, cause, detail=None):
         if not self.services.accepting:

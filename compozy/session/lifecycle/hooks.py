@@ -17,12 +17,10 @@ session.attention.changed and session.runtime_recovery.{started,succeeded,exhaus
 import json
 import logging
 import os
-import signal
 import subprocess
 import threading
-import time
 
-from compozy.clock import now_iso
+from compozy import proc
 from compozy.location import child_environment
 from compozy.redact import redact, without_secrets
 from compozy.states import SessionState
@@ -75,24 +73,24 @@ class Hooks:
         with self.lock:
             running = list(self.running.values())
         for process in running:
-            _kill_group(process)
+            proc.kill_group(process.pid)
 
     def dispatch(self, record, event, details):
         hooks = [hook for hook in self.services.config.hooks if hook.event == event]
         if not hooks:
             return
         payload = {"event": event, "session_id": record.id, "workspace_id": record.workspace_id,
-                   "session_type": record.type, "occurred_at": now_iso(), **details}
+                   "session_type": record.type, "occurred_at": self.services.clock.now_iso(), **details}
         for hook in hooks:
-            threading.Thread(target=self._run, args=(record, hook, payload), name=f"hook-{event}",
-                             daemon=True).start()
+            self.services.threads.start(f"hook-{event}-{record.id}", self._run, record, hook, payload)
 
     def _run(self, record, hook, payload):
         with self.slots:
-            started_at, started = now_iso(), time.monotonic()
+            clock = self.services.clock
+            started_at, started = clock.now_iso(), clock.monotonic()
             outcome = self._execute(record, hook, payload)
             run = {"event": hook.event, "command": list(hook.command), "started_at": started_at,
-                   "duration_ms": round((time.monotonic() - started) * 1000), **outcome}
+                   "duration_ms": round((clock.monotonic() - started) * 1000), **outcome}
             run = self._redacted(run)
         try:
             hookruns.record(self.services.store.events(record), run)
@@ -114,24 +112,22 @@ class Hooks:
         env = without_secrets(child_environment({"COMPOZY_HOOK_EVENT": hook.event, "COMPOZY_SESSION_ID": record.id}))
         cwd = record.cwd if os.path.isdir(record.cwd or "") else None
         try:
-            process = subprocess.Popen(hook.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True)
+            process = proc.start_group(hook.command, cwd, env, stderr=subprocess.STDOUT, bufsize=-1)
         except OSError as exc:
             return {"exit_code": None, "timed_out": False, "output": "", "truncated": False,
                     "error": f"cannot start: {exc}"[:500]}
         with self.lock:
             self.running[process.pid] = process
         try:
-            return _supervise(process, payload, hook.timeout)
+            return _supervise(self.services.threads, process, payload, hook.timeout)
         finally:
             with self.lock:
                 self.running.pop(process.pid, None)
 
 
-def _supervise(process, payload, timeout):
+def _supervise(threads, process, payload, timeout):
     output = bytearray()
-    reader = threading.Thread(target=_read_bounded, args=(process.stdout, output), daemon=True)
-    reader.start()
+    reader = threads.start(f"hook-output-{process.pid}", _read_bounded, process.stdout, output)
     try:
         process.stdin.write(json.dumps(payload).encode() + b"\n")
         process.stdin.close()
@@ -142,7 +138,7 @@ def _supervise(process, payload, timeout):
         process.wait(timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(process)
+        proc.kill_group(process.pid)
         process.wait()
     reader.join(1.0)
     truncated = len(output) > OUTPUT_LIMIT
@@ -158,9 +154,3 @@ def _read_bounded(pipe, output):
             if len(output) <= OUTPUT_LIMIT:
                 output.extend(chunk[:OUTPUT_LIMIT + 1 - len(output)])
 
-
-def _kill_group(process):
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -5,7 +5,6 @@ Layer 4. Only exhausted recovery ends the turn with one terminal error and stops
 """
 
 import logging
-import threading
 from dataclasses import dataclass
 
 from compozy.acp.client import BindFailure
@@ -45,8 +44,7 @@ class Recovery:
         lost = session.runtime
         error = exit_summary(lost)
         self._forget(session, lost)
-        state = turn.recovery = turn.recovery or {"attempt": 0, "max_attempts": len(DELAYS),
-                                                  "started_at": self._now_iso(), "generation": 0}
+        state = turn.recovery_state(self._now_iso(), len(DELAYS))
         while state["attempt"] < len(DELAYS):
             state["attempt"] += 1
             if not self._wait_backoff(session, turn, state, error):
@@ -75,9 +73,9 @@ class Recovery:
     def _forget(self, session, runtime):
         with session.lock:
             if session.runtime is runtime:
-                session.runtime = None
+                session.detach_runtime()
         if runtime is not None:
-            threading.Thread(target=runtime.process.kill_tree, args=(0.5, 5.0), daemon=True).start()
+            self.services.threads.start(f"kill-{session.id}", runtime.process.kill_tree, 0.5, 5.0)
 
     def _wait_backoff(self, session, turn, state, error):
         delay = DELAYS[state["attempt"] - 1]
@@ -94,14 +92,12 @@ class Recovery:
                                                           "max_attempts": state["max_attempts"],
                                                           "delay_seconds": delay, "generation": generation,
                                                           "error": error[:500]}, turn.id)
-        turn.recovery_ready = False
-        turn.recovery_due = clock.monotonic() + delay  # the supervision sweeper fires it
+        turn.await_recovery(clock.monotonic() + delay)  # the supervision sweeper fires it
         while not turn.recovery_ready:
             if session.stop_operation is not None or turn.cancel_reason:
                 return False
-            turn.wake.wait(WAIT_SLICE)
-            turn.wake.clear()
-        turn.recovery_due = None
+            turn.nap(WAIT_SLICE)
+        turn.recovery_waited()
         return True
 
     def _now_iso(self):
@@ -146,7 +142,7 @@ def lost_outside_turn(services, session, runtime):
         if session.runtime is not runtime or session.turn is not None or session.stop_operation is not None \
                 or runtime.released:
             return
-        session.runtime = None  # with its status: a prompt binding from now on finds both unbound
+        session.detach_runtime()  # with its status: a prompt binding from now on finds both unbound
         session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)
     error = exit_summary(runtime)
     failure = exit_failure(services.home, session, runtime, error)
@@ -154,4 +150,4 @@ def lost_outside_turn(services, session, runtime):
                                              "failure": failure})
     session.save(failure=failure)
     log.warning("session %s: agent exited outside a turn (%s)", session.id, error)
-    threading.Thread(target=runtime.process.kill_tree, args=(0.5, 5.0), daemon=True).start()
+    services.threads.start(f"kill-{session.id}", runtime.process.kill_tree, 0.5, 5.0)

@@ -4,14 +4,18 @@ in-flight control rows are settled, and interrupted transcripts are repaired by 
 Layer 4. Repair never truncates, deletes or resequences events.
 """
 
+from __future__ import annotations
+
 import logging
 
 from compozy import proc
 from compozy.errors import CompozyError
 from compozy.session.lifecycle.recorded import prove_exit
-from compozy.session.records.control import move_admission, move_entry
+from compozy.session.records.control import move_admission, move_entry, orphan_interactions
+from compozy.session.records.store import SessionStore
 from compozy.states import (RUNTIME, SESSION, AdmissionState, Attention, Disposition, FailureKind, QueueStatus, RuntimeStatus,
                             SessionState, StopReason)
+from compozy.store.records import Admission
 
 log = logging.getLogger("compozy.repair")
 
@@ -90,7 +94,7 @@ def leave_stopping(store, record, unproven):
     log.error("session %s was %s at an unclean exit: left stopping (%s)", record.id, stale, unproven)
 
 
-def settle_control_rows(store):
+def settle_control_rows(store: SessionStore) -> None:
     """Admissions mid-bind started when their user_message is in the log, else never did; entries
     mid-dispatch are sent or queued again."""
     catalog = store.catalog
@@ -100,24 +104,24 @@ def settle_control_rows(store):
         record = store.get(session_id)
         for entry in catalog.entries(session_id, (QueueStatus.DISPATCHING,)):
             sent = record and any(e["type"] == "user_message" for e in
-                                  store.events(record).read(turn_id=entry["turn_id"], limit=1))
-            move_entry(catalog, entry["id"], QueueStatus.DISPATCHING, QueueStatus.SENT if sent else QueueStatus.QUEUED,
+                                  store.events(record).read(turn_id=entry.turn_id, limit=1))
+            move_entry(catalog, entry.id, QueueStatus.DISPATCHING, QueueStatus.SENT if sent else QueueStatus.QUEUED,
                        repair=True)
-    catalog.orphan_pending_interactions()
+    orphan_interactions(catalog)
 
 
-def settle_binding_admission(store, admission):
+def settle_binding_admission(store: SessionStore, admission: Admission) -> None:
     """A prompt caught between its user_message and its admission's `started`: the log says it ran,
     so a retry must answer that turn, never run the prompt again."""
-    record = store.get(admission["session_id"])
-    message_id = admission["message_id"]
+    record = store.get(admission.session_id)
+    message_id = admission.message_id
     ran = record is not None and message_id and store.events(record).user_message(message_id)
     if not ran:
-        move_admission(store.catalog, admission["id"], AdmissionState.BINDING, AdmissionState.WITHDRAWN, repair=True)
+        move_admission(store.catalog, admission.id, AdmissionState.BINDING, AdmissionState.WITHDRAWN, repair=True)
         return
     result = {"disposition": Disposition.STARTED.value, "turn_id": ran["turn_id"], "message_id": message_id,
-              "idempotency_key": admission["idempotency_key"], "replayed": False}
-    move_admission(store.catalog, admission["id"], AdmissionState.BINDING, AdmissionState.STARTED, repair=True,
+              "idempotency_key": admission.idempotency_key, "replayed": False}
+    move_admission(store.catalog, admission.id, AdmissionState.BINDING, AdmissionState.STARTED, repair=True,
                    result=result)
 
 

@@ -4,8 +4,14 @@ Layer 4. Archive is catalog metadata beside the lifecycle state: only a stopped 
 archived, unless the request asks to stop it first through the normal ladder.
 """
 
-from compozy.clock import now_iso
+from __future__ import annotations
+
+from typing import Any, Mapping
+
 from compozy.errors import CompozyError
+from compozy.session.lifecycle.stop import Stopper
+from compozy.session.records.live import LiveSession
+from compozy.session.records.record import SessionRecord
 from compozy.session.records.governed import is_spawned_child_of, refuse_user_action
 from compozy.states import SessionState, StopAnswer, StopCause
 
@@ -13,7 +19,8 @@ LEGACY_STOP_WARNING = ("POST .../stop without an explicit wait is deprecated and
                        "send {\"wait\": true} or {\"wait\": false}")
 
 
-def stop(stopper, session, body, caller_id=None):
+def stop(stopper: Stopper, session: LiveSession, body: Mapping[str, Any] | None,
+         caller_id: str | None = None) -> tuple[StopAnswer, dict | None]:
     """(StopAnswer, document): accepted, the outcome, already stopped (no document), or legacy.
     caller_id: the session whose agent asks (the native stop tool); it may stop its own spawned children."""
     body = body or {}
@@ -32,7 +39,8 @@ def stop(stopper, session, body, caller_id=None):
     return StopAnswer.ACCEPTED, {"status": SessionState.STOPPING.value, "session_id": session.id}
 
 
-def stop_for(stopper, session, cause, failure_code, detail=None):
+def stop_for(stopper: Stopper, session: LiveSession, cause: StopCause, failure_code: str,
+             detail: str | None = None) -> dict:
     """Stop and wait; an unverified stop refuses whatever was meant to follow."""
     outcome, _ = stopper.request(session, cause, wait=True, detail=detail)
     if not outcome.get("verified"):
@@ -41,7 +49,7 @@ def stop_for(stopper, session, cause, failure_code, detail=None):
     return outcome
 
 
-def archive(stopper, session, stop_first, caller_id=None):
+def archive(stopper: Stopper, session: LiveSession, stop_first: bool, caller_id: str | None = None) -> SessionRecord:
     """caller_id: the session whose agent asks (the native archive tool); the stop first follows the stop's
     rule: a daemon-managed session is stopped only by its parent's agent."""
     if session.record.archived:
@@ -58,10 +66,10 @@ def archive(stopper, session, stop_first, caller_id=None):
     with session.lock:
         if session.state != SessionState.STOPPED:
             raise CompozyError("session_archive_stop_failed", "the session did not stay stopped")
-        return session.save(archived=True, archived_at=now_iso())
+        return session.save(archived=True, archived_at=session.services.clock.now_iso())
 
 
-def unarchive(session):
+def unarchive(session: LiveSession) -> SessionRecord:
     with session.lock:
         if not session.record.archived:
             return session.record

@@ -38,7 +38,7 @@ def unbind(session, binder, failure):
     with session.lock:
         if session.stop_operation is not None:
             return
-        candidate, session.candidate = session.candidate, None
+        candidate = session.drop_candidate()
         runtime = session.runtime
     if candidate is not None:
         candidate.released = True  # its exit is expected, not a crash

@@ -62,7 +62,7 @@ def inspect(session, now, quiet_after, processes):
     sources.children = STALE if any(c.state == SessionState.STOPPING for c in live_children(session)) else OK
     sources.stuck = runtime_stuck(session, now)
     sources.runtime = STUCK if sources.stuck else OK
-    session.sources = sources
+    session.inspected(sources)
     return sources
 
 

@@ -50,11 +50,11 @@ class Stopper:
                 return self.already_stopped(record), False
             operation = session.stop_operation
             if operation is None:
-                operation = session.stop_operation = StopOperation(StopCause(cause), self.clock.monotonic(), detail)
+                operation = StopOperation(StopCause(cause), self.clock.monotonic(), detail)
+                session.begin_stop(operation)
                 if record.state != SessionState.STOPPING:
                     session.change_state(SessionState.STOPPING)  # active|starting -> stopping
-                threading.Thread(target=self._run, args=(session, operation), name=f"stop-{session.id}",
-                                 daemon=True).start()
+                self.services.threads.start(f"stop-{session.id}", self._run, session, operation)
         if wait:
             operation.done.wait()
             return operation.outcome, True
@@ -74,7 +74,7 @@ class Stopper:
             outcome = self._unverified(session, operation, "internal error", escalated=False)
         operation.outcome = outcome
         with session.lock:
-            session.stop_operation = None
+            session.stop_ended()
         operation.done.set()
 
     def _ladder(self, session, operation):
@@ -123,7 +123,7 @@ class Stopper:
     def _settle_worker(self, session):
         turn = session.turn
         if turn is not None:
-            turn.wake.set()
+            turn.wake_up()
             turn.ended.wait(WORKER_SETTLE)
 
     def _stopped(self, session, operation, escalated, phase):
@@ -131,7 +131,7 @@ class Stopper:
         reason = STOP_REASON_BY_CAUSE[cause]
         detail = operation.detail or STOP_DETAILS.get(cause)
         with session.lock:
-            session.runtime = None
+            session.detach_runtime()
             runtime = session.runtime_with(status=RuntimeStatus.UNBOUND, transition="", process=None,
                                            recovery=None, effective=None)
             if cause == StopCause.INACTIVITY:

@@ -7,7 +7,6 @@ release. Nothing here is persisted as a keep-alive flag.
 """
 
 import logging
-import threading
 from datetime import timezone
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -79,32 +78,30 @@ class Supervisor:
         """While a session waits (records.waiting), activity.last_activity_at moves every interval: metadata
         only, no event, and no work proven (the watchdog reads the turn's progress and work signals)."""
         if not interval or waiting_on(session) is None:
-            session.heartbeat_at = None
+            session.beat(None)
             return
         if session.heartbeat_at is None or now - session.heartbeat_at >= interval:
-            session.heartbeat_at = now
+            session.beat(now)
             session.touch(HEARTBEAT)
 
     def _turn_timers(self, session, turn, now, config, sources):
         if turn.cancel_deadline is not None and now >= turn.cancel_deadline and not turn.escalate \
                 and session.stop_operation is None:
-            turn.escalate = True  # the agent ignored the cancel for the whole grace
-            turn.wake.set()
+            turn.escalate_cancel()  # the agent ignored the cancel for the whole grace
         if turn.recovery_due is not None and now >= turn.recovery_due:
-            turn.recovery_ready = True
-            turn.wake.set()
+            turn.recovery_fired()
         if sources.verified_tools or outside_work(session) or active_children(session):
-            turn.last_work = now  # a verified running tool, a reply that can still come, a busy child: fresh work
+            turn.worked(now)  # a verified running tool, a reply that can still come, a busy child: fresh work
         self._first_output(session, turn, now, config["session.supervision.first_output_after"])
         self._watchdog(session, turn, now, config, blocked=sources.worst == UNKNOWN)
         budget = config["session.supervision.prompt_deadline"]
         if budget and now - turn.started_at >= budget and not turn.deadline_hit and turn.prompting:
-            turn.deadline_hit = True
+            turn.deadline_reached()
             session.marker(MarkerKind.PROMPT_TIMEOUT, f"prompt budget of {budget:g}s used up", turn.id)
             self.engine.cancel(session, "prompt_deadline")
         interval = config["session.supervision.progress_notify_interval"]
         if interval and now - turn.last_progress_event >= interval and turn.prompting:
-            turn.last_progress_event = now
+            turn.progress_reported(now)
             session.append_event("runtime_progress", {
                 "text": f"working for {now - turn.started_at:.0f}s",
                 "runtime": {"turn_id": turn.id, "elapsed_seconds": round(now - turn.started_at, 1),
@@ -121,7 +118,7 @@ class Supervisor:
         waited = now - turn.prompt_sent_at
         if waited < after * 2 ** turn.no_output_warnings:
             return
-        turn.no_output_warnings += 1
+        turn.warned_no_output()
         session.append_event("runtime_warning", no_output_warning(session, waited), turn.id)
 
     def _watchdog(self, session, turn, now, config, blocked):
@@ -132,12 +129,11 @@ class Supervisor:
             return
         silence = turn.silence(now)
         if silence < quiet_after:
-            turn.quiet_warning = None
+            turn.quiet(None)
             return
         if turn.quiet_warning is None:
             since = iso_from_epoch(self.services.clock.wall() - silence + quiet_after)
-            turn.quiet_warning = {"turn_id": turn.id, "since": since,
-                                  "quiet_after_seconds": quiet_after}
+            turn.quiet({"turn_id": turn.id, "since": since, "quiet_after_seconds": quiet_after})
             session.append_event("session.supervision_warning", {
                 "turn_id": turn.id, "silence_seconds": round(silence, 1),
                 "text": f"Working for {(now - turn.started_at) / 60:.0f}m · quiet for {silence / 60:.0f}m"}, turn.id)
@@ -159,9 +155,8 @@ class Supervisor:
             return
         if session.state != SessionState.ACTIVE:
             return
-        session.releasing = True
-        threading.Thread(target=self._release, args=(session, runtime), name=f"release-{session.id}",
-                         daemon=True).start()
+        session.releasing_agent()
+        self.services.threads.start(f"release-{session.id}", self._release, session, runtime)
 
     def _release(self, session, runtime):
         """Silently stop an idle agent; the session stays active and the next prompt binds again."""
@@ -170,7 +165,7 @@ class Supervisor:
                 if session.turn is not None or session.runtime is not runtime:
                     return
                 runtime.released = True
-                session.runtime = None  # detached first: a prompt arriving now binds a new process
+                session.detach_runtime()  # detached first: a prompt arriving now binds a new process
                 session.update_runtime(status=RuntimeStatus.UNBOUND, transition="")
             report = self.binder.stop_process(runtime)
             with session.lock:
@@ -182,7 +177,7 @@ class Supervisor:
             else:
                 log.error("session %s: idle release could not prove exit of pid %s", session.id, runtime.process.pid)
         finally:
-            session.releasing = False
+            session.releasing_agent(False)
 
 
 def no_output_warning(session, waited):

@@ -41,7 +41,8 @@ class AgentViews:
         agent = config.agent(agent_name)
         scratch = tempfile.mkdtemp(prefix="compozy-doctor-")
         try:
-            return {"doctor": examine(config.provider(agent.provider), agent_name, scratch, str(self.services.home.root))}
+            home = str(self.services.home.root)
+            return {"doctor": examine(config.provider(agent.provider), agent_name, scratch, home, self.services.threads)}
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 

@@ -41,20 +41,20 @@ class Feed:
             self._cond.notify_all()
             return self._last
 
-    def forget(self):
+    def forget(self) -> None:
         """Drop the ring (a rewind archived part of it): late viewers read the store, which holds only
         what stays active."""
         with self._cond:
             self._ring.clear()
 
-    def trim(self, keep):
+    def trim(self, keep: int) -> None:
         """Keep only the newest `keep` items: a session between turns holds little in memory, and a
         viewer further behind reads the gap from the store (after() answers None for it)."""
         with self._cond:
             while len(self._ring) > keep:
                 self._ring.popleft()
 
-    def close(self):
+    def close(self) -> None:
         with self._cond:
             self._closed = True
             self._cond.notify_all()

@@ -5,8 +5,11 @@ Layer 4. A spawned child records the permission mode it runs under when it is cr
 than its parent's: its own mode is the narrowest of that and the daemon's `permissions.mode`.
 """
 
+from __future__ import annotations
+
 from compozy.clock import epoch_from_iso
 from compozy.errors import CompozyError
+from compozy.session.records.record import SessionRecord
 from compozy.states import LineageKind, PermissionMode, SessionState, SessionType
 
 DAEMON_MANAGED = (SessionType.SYSTEM, SessionType.COORDINATOR, SessionType.SPAWNED)
@@ -15,16 +18,16 @@ MAX_AGENT_TREE = 20  # sessions no TTL governs below one root (not archived), wh
 NARROWNESS = (PermissionMode.APPROVE_ALL, PermissionMode.APPROVE_READS, PermissionMode.DENY_ALL)  # wide -> narrow
 
 
-def is_daemon_managed(record):
+def is_daemon_managed(record: SessionRecord) -> bool:
     return record.type in DAEMON_MANAGED
 
 
-def is_spawned_child_of(record, parent_id):
+def is_spawned_child_of(record: SessionRecord, parent_id: str) -> bool:
     """A governed child of that parent: the one session besides the daemon that may stop it."""
     return record.type == SessionType.SPAWNED and (record.lineage or {}).get("parent_session_id") == parent_id
 
 
-def refuse_user_action(record, action):
+def refuse_user_action(record: SessionRecord, action: str) -> None:
     """Users do not stop, remove (or attach, rename, clear) a daemon-managed session: the daemon owns it."""
     if is_daemon_managed(record):
         raise CompozyError("session_daemon_managed", f"session {record.id} is daemon-managed ({record.type}); "
@@ -45,7 +48,7 @@ def refuse_removal(store, record):
                        session_id=record.id, session_type=record.type, parent_session_id=parent_id)
 
 
-def refuse_expired(record, now):
+def refuse_expired(record: SessionRecord, now: float) -> None:
     """A governed child past its TTL (spawn.expires_at) never runs again: no prompt admits it, no bind
     starts its agent, no reply wake resumes it."""
     expires = ((record.extra or {}).get("spawn") or {}).get("expires_at")

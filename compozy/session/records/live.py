@@ -5,19 +5,29 @@ event goes through append (commit, then publish to viewers). The bound agent's c
 in RuntimeEvents, which drops output from a runtime that no longer serves the session.
 """
 
+from __future__ import annotations
+
 import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from compozy import serialize
-from compozy.clock import iso_from_epoch, now_iso
+from compozy.clock import Clock, iso_from_epoch
+from compozy.config import Config
+from compozy.paths import Home
+from compozy.proc import ProcessTable
 from compozy.redact import EncodedRedaction, known_secret_values
 from compozy.session.records.feed import Feed, attention_changed, catalog_changed
 from compozy.session.records.observers import Observers
+from compozy.session.records.record import RuntimeRecord, SessionRecord
 from compozy.session.records.replay import CarriedContext
+from compozy.session.records.store import SessionStore
 from compozy.session.records.waiting import active_children, outside_work, waiting_view
 from compozy.states import RUNTIME, SESSION, RuntimeStatus
+from compozy.store.catalog import Catalog
+from compozy.threads import Threads
 from compozy.text import MAX_CONTENT_DEPTH, compact_json, map_document, may_nest_deeper
 
 log = logging.getLogger("compozy.session")
@@ -25,8 +35,6 @@ log = logging.getLogger("compozy.session")
 USER_MESSAGE = "user_message"  # the user's own words, stored as given
 
 PROCESSLESS = (RuntimeStatus.UNBOUND.value, RuntimeStatus.RECOVERING.value)  # no process serves the session
-COMMANDS_UPDATE = "available_commands_update"  # the system event that announces the agent's commands
-NOT_AN_ANSWER = ("system", "usage")  # what an agent says of itself, not of the prompt: no end to its wait
 UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok", "runtime": "ok"}  # before the first sweep
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
@@ -38,24 +46,26 @@ class Services:
     """What every session shares: configuration, stores, feeds, the clock and the process table the
     timers and the stop ladder read, the registry of live sessions and the bindings' identities."""
 
-    home: object
-    config: object
-    catalog: object
-    store: object
-    catalog_feed: object
-    clock: object
-    processes: object
-    live_sessions: object = None
-    identities: object = None
-    checkpoints: object = None  # session.turns.checkpoints.Checkpointer: file checkpoints at turn boundaries
+    home: Home
+    config: Config
+    catalog: Catalog
+    store: SessionStore
+    catalog_feed: Feed
+    clock: Clock
+    processes: ProcessTable  # a fake one in unit tests (tests/harness/fakes.py)
+    live_sessions: Callable[[], list[LiveSession]] | None = None
+    identities: Any = None  # compozy.session.turns.identity.Identities, a layer above this one
+    checkpoints: Any = None  # session.turns.checkpoints.Checkpointer: file checkpoints at turn boundaries
     observers: Observers = field(default_factory=Observers)
-    work_signals: list = field(default_factory=list)  # callables: session -> more supervision.work_signals
-    waits: list = field(default_factory=list)  # callables: session -> more of what it waits on (records.waiting)
+    threads: Threads = field(default_factory=Threads)  # every background thread of the daemon
+    # callables: session -> more supervision.work_signals, and -> more of what it waits on (records.waiting)
+    work_signals: list[Callable[[LiveSession], list[dict]]] = field(default_factory=list)
+    waits: list[Callable[[LiveSession], list[dict]]] = field(default_factory=list)
     accepting: bool = True
 
 
 class LiveSession:
-    def __init__(self, services, record):
+    def __init__(self, services: Services, record: SessionRecord) -> None:
         self.services = services
         self.id = record.id
         self.lock = threading.RLock()
@@ -66,22 +76,22 @@ class LiveSession:
         self.runtime = None
         self.candidate = None  # the runtime being bound, before it serves the session
         self.turn = None
-        self.worker = None
+        self.worker: threading.Thread | None = None
         self.worker_wake = threading.Event()  # a new turn for a parked worker (see the runner)
         self.stop_operation = None
-        self.permissions = {}  # request_id -> PendingPermission
-        self.inflight = {}  # idempotency_key -> Turn still binding
+        self.permissions: dict[str, Any] = {}  # request_id -> PendingPermission
+        self.inflight: dict[str, Any] = {}  # idempotency_key -> Turn still binding
         self.tool_calls_in_flight = 0  # native tool calls of this session's agent the daemon serves now
         self.activity = {"last_activity_at": (record.activity or {}).get("last_activity_at"),
                          "last_activity_kind": None}
-        self.idle_since = None
+        self.idle_since: float | None = None
         self.releasing = False  # an idle release is stopping the agent
         self.runtime_since = services.clock.monotonic()  # when the runtime status last changed (lifecycle.stuck)
         self.sources = None  # what the supervision sweep last verified (the sources module of lifecycle)
-        self.starting = None  # the agent being started for this session: {agent, provider, since, started}
+        self.starting: dict | None = None  # the agent being started for this session: {agent, provider, since, started}
         self.last_agent = None  # the last agent that served or was refused: its stderr is evidence
-        self.cost_seen = None  # the cumulative cost the agent last reported: {acp_session_id, amount, currency}
-        self.heartbeat_at = None  # the last waiting heartbeat (monotonic), while the session waits
+        self.cost_seen: dict | None = None  # the agent's last cumulative cost: {acp_session_id, amount, currency}
+        self.heartbeat_at: float | None = None  # the last waiting heartbeat (monotonic), while the session waits
         self._carried = None
 
     @property
@@ -94,7 +104,7 @@ class LiveSession:
 
     # -- durable writes --------------------------------------------------------------------
 
-    def save(self, **changes):
+    def save(self, **changes: Any) -> SessionRecord:
         """Change fields of the record and write it: meta.json, then the catalog row."""
         with self.lock:
             attention = self.record.attention
@@ -107,7 +117,7 @@ class LiveSession:
             self.services.observers.emit("attention_changed", self, attention, self.record.attention)
         return self.record
 
-    def change_state(self, new_state, **changes):
+    def change_state(self, new_state: str, **changes: Any) -> SessionRecord:
         """The one way the lifecycle state changes: an edge of the session table."""
         with self.lock:
             old = self.record.state
@@ -115,7 +125,7 @@ class LiveSession:
         self.services.observers.emit("state_changed", self, old, record.state)
         return record
 
-    def runtime_with(self, **fields):
+    def runtime_with(self, **fields: Any) -> RuntimeRecord:
         """The stored runtime with fields changed; a new status must be an edge of the runtime table.
         `effective` describes the process serving the session: a status without one clears it
         (`last_known` keeps what ran)."""
@@ -156,16 +166,16 @@ class LiveSession:
         """The secret values redacted from text joined from this session's chunks (replay.assembled)."""
         return read_secrets(self.services, self)
 
-    def append_event(self, kind, content, turn_id=None):
+    def append_event(self, kind: str, content: dict, turn_id: str | None = None) -> dict:
         return self.append([(kind, turn_id, content, self.record.agent_name)])[0]
 
-    def marker(self, kind, summary, turn_id=None, **evidence):
-        marker = {"kind": kind, "occurred_at": now_iso(), "summary": summary[:2048]}
+    def marker(self, kind: str, summary: str, turn_id: str | None = None, **evidence: Any) -> dict:
+        marker = {"kind": kind, "occurred_at": self.services.clock.now_iso(), "summary": summary[:2048]}
         if evidence:
             marker["evidence"] = evidence
         return self.append_event("transcript_marker.created", {"marker": marker}, turn_id)
 
-    def touch(self, kind):
+    def touch(self, kind: str) -> None:
         self.activity = {"last_activity_at": iso_from_epoch(self.services.clock.wall()), "last_activity_kind": kind}
 
     # -- reads -------------------------------------------------------------------------------
@@ -188,7 +198,7 @@ class LiveSession:
             return {"runtime": live, "activity": activity, "health": self.health(),
                     "supervision": supervision_view(self)}
 
-    def health(self):
+    def health(self) -> dict:
         runtime, turn = self.runtime, self.turn
         return serialize.health(self.record, runtime is not None and runtime.alive, turn is not None)
 
@@ -202,7 +212,7 @@ class LiveSession:
             self._carried = CarriedContext.from_dict(document) if document else None
         return self._carried
 
-    def current_turn_id(self):
+    def current_turn_id(self) -> str | None:
         turn = self.turn
         return turn.id if turn else None
 
@@ -216,14 +226,110 @@ class LiveSession:
         with self.lock:
             turn = self.turn
             if turn is not None:
-                turn.tool_calls += 1
+                turn.tool_call_began()
         try:
             yield
         finally:
             if turn is not None:
                 with self.lock:
-                    turn.tool_calls -= 1
-                    turn.progress()
+                    turn.tool_call_ended()
+
+    # -- every other change of a live session, one method each (tests/unit/test_owners.py) --
+
+    def begin_turn(self, turn: Any) -> None:
+        """With the lock held: turn becomes current; the session is no longer idle."""
+        self.turn, self.idle_since = turn, None
+
+    def advance_to(self, turn: Any) -> None:
+        """With the lock held: the current turn is over and `turn` (None: nothing yet) follows it."""
+        self.turn = turn
+        if turn is not None:
+            self.idle_since = None
+
+    def went_idle(self, now: float) -> None:
+        self.idle_since = now
+
+    def run_by(self, worker: threading.Thread | None) -> None:
+        """The thread that runs its turns (None: it parked out)."""
+        self.worker = worker
+
+    def wake_worker(self) -> None:
+        self.worker_wake.set()
+
+    def worker_woke(self) -> None:
+        self.worker_wake.clear()
+
+    def track_inflight(self, turn: Any) -> None:
+        """A started prompt whose bind a retry with its key waits on."""
+        self.inflight[turn.idempotency_key] = turn
+
+    def forget_inflight(self, key: str) -> None:
+        self.inflight.pop(key, None)
+
+    def starting_agent(self, starting: dict | None) -> None:
+        """The agent being started ({agent, provider, since, started}; None: the start is over)."""
+        self.starting = starting
+
+    def bind_candidate(self, runtime: Any) -> None:
+        """The runtime being bound, before it serves (a stop sees it); None: none."""
+        self.candidate = runtime
+
+    def drop_candidate(self) -> Any:
+        """The runtime being bound, no longer the session's."""
+        candidate, self.candidate = self.candidate, None
+        return candidate
+
+    def bound_to(self, runtime: Any) -> None:
+        """With the lock held: runtime serves the session from now; no start is pending."""
+        self.runtime, self.candidate, self.starting = runtime, None, None
+
+    def detach_runtime(self) -> None:
+        """With the lock held: no process serves the session any more."""
+        self.runtime = None
+
+    def served_by(self, runtime: Any) -> None:
+        """The last agent that served or was refused: its stderr is evidence."""
+        self.last_agent = runtime
+
+    def begin_stop(self, operation: Any) -> None:
+        self.stop_operation = operation
+
+    def stop_ended(self) -> None:
+        self.stop_operation = None
+
+    def releasing_agent(self, releasing: bool = True) -> None:
+        """An idle release is stopping the agent (False: it is over)."""
+        self.releasing = releasing
+
+    def beat(self, now: float | None) -> None:
+        """The last waiting heartbeat (None: the session waits on nothing)."""
+        self.heartbeat_at = now
+
+    def inspected(self, sources: Any) -> None:
+        """What the supervision sweep verified last."""
+        self.sources = sources
+
+    def hold_permission(self, pending: Any) -> None:
+        self.permissions[pending.request_id] = pending
+
+    def release_permission(self, request_id: str) -> Any:
+        """The held request, no longer held (None: it was not)."""
+        return self.permissions.pop(request_id, None)
+
+    def take_tool_call_slot(self, limit: int) -> bool:
+        """With the lock held: one more native tool call in flight, unless `limit` are already."""
+        if self.tool_calls_in_flight >= limit:
+            return False
+        self.tool_calls_in_flight += 1
+        return True
+
+    def free_tool_call_slot(self) -> None:
+        self.tool_calls_in_flight -= 1
+
+    def saw_cost(self, acp_session_id: str | None, cost: dict) -> None:
+        """The cumulative cost the agent reported last."""
+        self.cost_seen = {"acp_session_id": acp_session_id, "amount": cost.get("amount"),
+                          "currency": cost.get("currency")}
 
     def close(self):
         self.services.store.logs.unpin(self.id)
@@ -264,78 +370,6 @@ def supervision_view(session):
             "stuck": sources.stuck if sources else None}
 
 
-class RuntimeEvents:
-    """What a session hears from its agent, in the domain's words: the ACP seam calls it from the
-    agent's reader thread after decoding (compozy.acp.client)."""
-
-    def __init__(self, session, requests, lost_outside_turn):
-        self.session, self.requests, self.lost_outside_turn = session, requests, lost_outside_turn
-
-    def is_current(self, runtime):
-        """Output counts only from the runtime serving the session, or the one being bound for it."""
-        return runtime is self.session.runtime or runtime is self.session.candidate
-
-    def output(self, runtime, events):
-        """Commit the agent's translated output under the turn it belongs to (persist, then forward)."""
-        if not self.is_current(runtime):
-            log.warning("session %s: dropped %d late event(s) from a retired agent process (pid %s)",
-                        self.session.id, len(events), runtime.process.pid)
-            return
-        turn = self.session.turn
-        turn_id = turn.id if turn is not None and turn.accepts_output else None
-        agent_name = self.session.record.agent_name
-        self.session.append([(kind, turn_id, content, agent_name) for kind, content in events])
-        self.session.touch(events[-1][0])
-        self._keep_agent_state(runtime, events, turn if turn_id is not None else None)
-        if turn is not None:
-            if turn_id is not None:
-                turn.output_seen = turn.output_seen or any(kind not in NOT_AN_ANSWER for kind, _ in events)
-                for event in events:
-                    _track_tool(turn, event)
-            turn.progress()
-
-    def _keep_agent_state(self, runtime, events, turn):
-        """The agent's commands (kept in the session's runtime), its cumulative cost (for a turn's share of it)
-        and the turn's last usage report."""
-        for kind, content in events:
-            if kind == "system" and content.get("title") == COMMANDS_UPDATE and runtime.available_commands is not None \
-                    and runtime.available_commands != self.session.record.runtime.commands:
-                self.session.update_runtime(commands=runtime.available_commands)
-            elif kind == "usage":
-                cost = content.get("cost")
-                if isinstance(cost, dict):
-                    self.session.cost_seen = {"acp_session_id": runtime.acp_session_id,
-                                              "amount": cost.get("amount"), "currency": cost.get("currency")}
-                if turn is not None:
-                    turn.last_usage = content
-
-    def permission(self, runtime, ask, reply):
-        self._heard_from_agent()
-        self.requests.permission(self.session, ask, reply)
-
-    def write(self, runtime, path, reply):
-        self._heard_from_agent()
-        self.requests.write(self.session, path, reply)
-
-    def _heard_from_agent(self):
-        turn = self.session.turn
-        if turn is not None:
-            turn.output_seen = True  # a request is output: the turn is no longer waiting for the agent's first word
-
-    def workspace_root(self):
-        return self.requests.workspace_root(self.session)
-
-    def files_denied(self):
-        return self.requests.files_denied(self.session)
-
-    def exited(self, runtime):
-        turn = self.session.turn
-        if turn is not None:
-            turn.wake.set()
-        self.session.services.observers.emit("agent_exited", self.session, runtime)
-        self.lost_outside_turn(self.session, runtime)
-
-
 def _encoded(items):
     """The items and their content texts, content nested deeper than MAX_CONTENT_DEPTH cut there first: an
     agent's update nested a thousand levels deep would break every recursive reader (json included)."""
@@ -363,14 +397,3 @@ def _redacted(items, texts, redaction):
         redacted_items.append((kind, turn_id, content, agent))
         redacted_texts.append(text)
     return redacted_items, redacted_texts
-
-
-def _track_tool(turn, event):
-    """A tool call without a result is a running tool (a work signal while verified: see
-    compozy.session.lifecycle.sources); each update of it is fresh evidence."""
-    kind, content = event
-    tool_id = content.get("tool_call_id")
-    if kind == "tool_call" and tool_id and (not content.get("update") or tool_id in turn.open_tools):
-        turn.open_tools[tool_id] = turn.clock.monotonic()
-    elif kind == "tool_result":
-        turn.open_tools.pop(tool_id, None)

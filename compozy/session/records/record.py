@@ -7,6 +7,7 @@ the keys written only once they have a value (activity, stopped_at, a route) sta
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 from compozy.states import RuntimeStatus, SessionState
 
@@ -21,7 +22,7 @@ class _Absent:
         return "ABSENT"
 
 
-ABSENT = _Absent()
+ABSENT: Any = _Absent()  # typed Any: it stands for a field that may hold any value
 META_ONLY = ("schema",)  # the file format's own stamp: store.meta writes it
 
 

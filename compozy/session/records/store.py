@@ -4,6 +4,8 @@ Layer 4. The directory is the source of truth: meta.json is written first, the c
 so a crash between the two is repaired by boot reconciliation.
 """
 
+from __future__ import annotations
+
 import logging
 import os
 import shutil
@@ -13,6 +15,7 @@ from compozy.errors import CompozyError
 from compozy.paths import make_private_dir
 from compozy.serialize import encode, session_resource
 from compozy.session.records.record import RuntimeRecord, SessionRecord
+from compozy.store.eventlog import EventLog
 from compozy.store.meta import MetaError, write_meta
 from compozy.store.sessionindex import session_row
 
@@ -37,7 +40,7 @@ class SessionStore:
         self.home, self.catalog, self.logs = home, catalog, logs
         self.agent_defaults = agent_defaults
 
-    def create(self, record, carried=None):
+    def create(self, record: SessionRecord, carried: dict | None = None) -> SessionRecord:
         """Directory, events.db (with the context a derived session carries), meta.json, then the
         catalog row (the seed's creation steps 2-4)."""
         directory = self.home.session_dir(record.id)
@@ -46,7 +49,7 @@ class SessionStore:
         self.save(record, touch=False)
         return record
 
-    def discard_directory(self, session_id):
+    def discard_directory(self, session_id: str) -> None:
         """A session directory nothing indexes (a creation an unclean exit interrupted)."""
         self.logs.forget(session_id)
         shutil.rmtree(self.home.session_dir(session_id), ignore_errors=True)
@@ -65,15 +68,15 @@ class SessionStore:
         self.catalog.upsert_sessions([index_row(record, document, orphaned, meta_mtime,
                                                 self.agent_defaults(record.agent_name))])
 
-    def get(self, session_id):
+    def get(self, session_id: str) -> SessionRecord | None:
         """The indexed record, or None when the catalog does not know the ID."""
         document = self.catalog.session_doc(session_id)
         return SessionRecord.from_dict(document) if document is not None else None
 
-    def require(self, session_id, workspace_id=None):
+    def require(self, session_id: str, workspace_id: str | None = None) -> SessionRecord:
         record = self.get(session_id)
-        flags = record and self.catalog.session_flags(session_id)
-        if record is None or flags["orphaned"] or (workspace_id and record.workspace_id != workspace_id):
+        if record is None or self.catalog.session_flags(session_id)["orphaned"] \
+                or (workspace_id and record.workspace_id != workspace_id):
             raise CompozyError("session_not_found", f"no session {session_id}", session_id=session_id)
         return record
 
@@ -81,7 +84,7 @@ class SessionStore:
         """The records in these states; where narrows them in SQL first (boot reads 10,000 rows)."""
         return [SessionRecord.from_dict(d) for d in self.catalog.documents_in_states(states, where)]
 
-    def events(self, record):
+    def events(self, record: SessionRecord) -> EventLog:
         return self.logs.get(record.id, record.workspace_id)
 
     def indexable(self, document, meta_mtime=None):
@@ -93,7 +96,7 @@ class SessionStore:
         except (TypeError, ValueError, AttributeError) as exc:
             raise MetaError(f"session {document.get('id')}: not a complete session document ({exc})") from None
 
-    def remove(self, record):
+    def remove(self, record: SessionRecord) -> None:
         """Rename the directory away, drop the catalog row, then delete; never half-removed."""
         session_id = record.id
         self.logs.forget(session_id)

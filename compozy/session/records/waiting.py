@@ -8,13 +8,17 @@ supervision, and it never proves work by itself. Work is what the work signals s
 for a session (outside_work: a reply it awaits that can still come).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from compozy.clock import iso_from_epoch
 from compozy.states import LIVE_STATES, TOP_LEVEL_KINDS, SessionState, WaitingOn
 
 MAX_LINEAGE_DEPTH = 8  # how far down its lineage a session looks for an active descendant
 
 
-def live_children(session):
+def live_children(session: Any) -> list:
     """Live sessions whose parent this is (spawned, provenance, recovery); a continued or forked session
     names its source as provenance only and is nobody's child (it never keeps its source alive)."""
     registry = session.services.live_sessions
@@ -38,13 +42,13 @@ def _busy(turn, now, quiet_after):
     return turn is not None and not turn.finished and (not quiet_after or turn.silence(now) < quiet_after)
 
 
-def outside_work(session):
+def outside_work(session: Any) -> list[dict]:
     """Work signals other parts of the daemon hold for a session (a reply it awaits): while any holds,
     supervision neither stops the session for silence nor releases its agent."""
     return [signal for source in session.services.work_signals for signal in source(session)]
 
 
-def waiting_on(session):
+def waiting_on(session: Any) -> dict | None:
     """{on, since, and the request or session waited on} of a live session that waits, or None: a held
     permission first (a person must act), then a reply, then a child (WaitingOn's order); the oldest of
     that kind."""

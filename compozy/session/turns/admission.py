@@ -6,9 +6,15 @@ the new entry and changes nothing. Interrupt and steer submit only their own rep
 a queued entry promoted to steer leaves the queue and steers with its own text (or a new one).
 """
 
+from __future__ import annotations
+
+from typing import Any, Mapping
+
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
 from compozy.session.records.governed import refuse_expired
+from compozy.session.records.live import LiveSession
+from compozy.session.records.receipts import recorded, replayed
 from compozy.session.records.snapshots import check_snapshot
 from compozy.session.turns.messages import check_identity, check_message, fingerprint
 from compozy.session.turns.turn import Turn
@@ -28,7 +34,7 @@ class Admission:
 
     # -- prompts ----------------------------------------------------------------------------
 
-    def prompt(self, session, body):
+    def prompt(self, session: LiveSession, body: Mapping[str, Any]) -> dict:
         message = check_message(body["message"])
         message_id, key = check_identity(body)
         snapshot = check_snapshot(body["runtime"]) if "runtime" in body else {}
@@ -55,14 +61,12 @@ class Admission:
         return {"prompt": result}
 
     def _replay(self, session, key, print_):
-        existing = self.catalog.admission(session.id, key)
+        existing = recorded(self.catalog.admission(session.id, key), print_,
+                            "this idempotency_key was used for a different request", idempotency_key=key)
         if existing is None:
             return None
-        if existing["fingerprint"] != print_:
-            raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different request",
-                               idempotency_key=key)
         inflight = session.inflight.get(key)
-        if existing["state"] == AdmissionState.BINDING and inflight is not None:
+        if existing.state == AdmissionState.BINDING and inflight is not None:
             session.lock.release()  # wait for the first request's bind without holding the session
             try:
                 inflight.bound.wait()
@@ -71,9 +75,7 @@ class Admission:
             if inflight.bind_error is not None:
                 raise inflight.bind_error
             existing = self.catalog.admission(session.id, key)
-        if existing is None or existing.get("result") is None:
-            raise CompozyError("idempotency_conflict", "the first request with this key did not complete")
-        return {"prompt": {**existing["result"], "replayed": True}}
+        return {"prompt": replayed(existing)}
 
     def _check_message_id(self, session, message_id):
         if self.catalog.admission_by_message(session.id, message_id):
@@ -116,8 +118,8 @@ class Admission:
         result = {"disposition": Disposition.STARTED.value, "turn_id": turn.id, "message_id": turn.message_id,
                   "idempotency_key": turn.idempotency_key, "replayed": False}
         self.queue.admit_started(session, turn, print_)
-        turn.result = result
-        session.inflight[turn.idempotency_key] = turn
+        turn.admitted(result)
+        session.track_inflight(turn)
         self.runner.start(session, turn)
         return result
 
@@ -135,12 +137,10 @@ class Admission:
         delivery = SteerDelivery.INJECTED if current.prompting else SteerDelivery.PENDING_INJECTION
         result = self.queue.enqueue(session, turn, print_, BusyMode.STEER, priority=0,
                                     disposition=Disposition.STEERED, delivery=delivery, into=current.id)
-        current.injections.append({"entry_id": result["entry_id"], "message": turn.message,
-                                   "message_id": turn.message_id})
-        current.wake.set()
+        current.inject({"entry_id": result["entry_id"], "message": turn.message, "message_id": turn.message_id})
         return result
 
-    def promote(self, session, entry_id, body):
+    def promote(self, session: LiveSession, entry_id: str, body: Mapping[str, Any]) -> dict:
         """Take a queued entry out of the queue and steer the current turn with its text."""
         validate_id(body["expected_turn_id"], "turn", field="expected_turn_id")
         replacement = check_message(body["message"]) if "message" in body else None
@@ -157,7 +157,7 @@ class Admission:
                 raise CompozyError("prompt_not_in_progress", "no turn is running to steer")
             _check_fence(current, body["expected_turn_id"])
             self.queue.take_for_steer(entry)
-            turn = Turn(entry["turn_id"], replacement or entry["message"], message_id, key, entry["runtime"], "steer",
+            turn = Turn(entry.turn_id, replacement or entry.message, message_id, key, entry.runtime, "steer",
                         clock=self.services.clock)
             result = self._steer(session, current, turn, print_)
         return {"prompt": {**result, "promoted_entry_id": entry_id}}

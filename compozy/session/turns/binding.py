@@ -15,7 +15,7 @@ from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.launch_aliases import resolve
 from compozy.session.records.governed import refuse_expired
-from compozy.session.records.live import RuntimeEvents
+from compozy.session.records.runtime_events import RuntimeEvents
 from compozy.session.lifecycle.recovery import lost_outside_turn
 from compozy.session.records.record import ABSENT
 from compozy.session.records.snapshots import layer, routes_for
@@ -88,12 +88,12 @@ class Binder:
         try:
             return self._start_routes(session, routes, transition, allow_load, previous, replay_reason)
         finally:
-            session.starting = None
+            session.starting_agent(None)
 
     def _starting(self, session, provider_name):
         clock = self.services.clock
-        session.starting = {"agent": session.record.agent_name, "provider": provider_name,
-                            "since": iso_from_epoch(clock.wall()), "started": clock.monotonic()}
+        session.starting_agent({"agent": session.record.agent_name, "provider": provider_name,
+                                "since": iso_from_epoch(clock.wall()), "started": clock.monotonic()})
 
     def _start_routes(self, session, routes, transition, allow_load, previous, replay_reason):
         recovering = transition == RuntimeTransition.AUTOMATIC_RECOVERY
@@ -120,7 +120,7 @@ class Binder:
             if loaded or not (session.log.last_sequence() or session.carried()):
                 return None
             return "fresh_agent_session" if allow_load else replay_reason
-        session.starting = None  # before the status: a reader of it sees the start over
+        session.starting_agent(None)  # before the status: a reader of it sees the start over
         if previous is not None:
             _unless_stopping(session, status=RuntimeStatus.READY, transition="")  # the old agent still serves
         elif not recovering:
@@ -142,9 +142,10 @@ class Binder:
             runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
                              identity={SECRET_ENV: secret}, alias=resolve(provider, target),
                              login_name=_login_name(session, provider),
-                             spawned=lambda client: setattr(session, "candidate", client))  # a stop sees it
+                             spawned=session.bind_candidate,  # a stop sees it
+                             threads=self.services.threads)
         except BindFailure:
-            session.candidate = None
+            session.bind_candidate(None)
             identities.forget(secret)
             raise
         identities.attach(secret, runtime)
@@ -154,11 +155,11 @@ class Binder:
             loaded = open_session(runtime, session.record.cwd, load_id, identities.offer(secret, session.id))
             configure(runtime, target)
         except BindFailure as refusal:
-            session.candidate = None
+            session.bind_candidate(None)
             identities.forget(secret)
             self._discard(runtime)
             raise refusal.with_stderr(runtime) from None
-        session.last_agent = runtime
+        session.served_by(runtime)
         return runtime, loaded
 
     def _alias(self, target):
@@ -171,9 +172,9 @@ class Binder:
         """False when a stop already took the session's runtime: nothing may bind after it."""
         with session.lock:
             if _stop_began(session):
-                session.candidate = None
+                session.bind_candidate(None)
                 return False
-            session.runtime, session.candidate, session.starting = runtime, None, None
+            session.bound_to(runtime)
             commands = {"commands": runtime.available_commands} if runtime.available_commands is not None else {}
             session.update_runtime(status=RuntimeStatus.READY, transition="", acp_session_id=runtime.acp_session_id,
                                    effective=runtime.effective, last_known=_identity(runtime.effective),
@@ -188,7 +189,7 @@ class Binder:
         summary = f"route {number or 1} ({target['provider']}): {failure.error.code}: {failure.error.message}"
         log.warning("session %s: bind failed: %s", session.id, one_line(summary))
         if failure.runtime is not None:
-            session.last_agent = failure.runtime
+            session.served_by(failure.runtime)
         if more:
             session.append_event("session.fallback.used", {"route": number, "provider": target["provider"],
                                                            "model": target.get("model"), "code": failure.error.code,
@@ -207,7 +208,7 @@ class Binder:
         report = self._discard(runtime)
         with session.lock:
             if session.runtime is runtime:
-                session.runtime = None
+                session.detach_runtime()
             fields = {"status": RuntimeStatus.UNBOUND, "transition": ""}
             if report.verified:
                 fields["process"] = None

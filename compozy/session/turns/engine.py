@@ -5,37 +5,43 @@ holds what waits, durably; the runner runs one turn at a time and asks recovery 
 agent lost mid-turn. Each part refers only to the parts below it: queue <- runner <- admission.
 """
 
+from __future__ import annotations
+
+from typing import Any, Mapping
+
 from compozy.errors import CompozyError
+from compozy.session.records.live import LiveSession, Services
 from compozy.session.turns.admission import Admission
 from compozy.session.turns.queue import InputQueue
 from compozy.session.lifecycle.recovery import Recovery
 from compozy.session.turns.runner import Runner
-from compozy.states import MarkerKind
+from compozy.session.turns.turn import Turn
+from compozy.states import MarkerKind, TurnPhase
 
 
 class TurnEngine:
-    def __init__(self, services, binder, requests):
+    def __init__(self, services: Services, binder: Any, requests: Any) -> None:
         self.queue = InputQueue(services)
         self.runner = Runner(services, binder, requests, self.queue, Recovery(services, binder))
         self.admission = Admission(services, self.queue, self.runner)
 
-    def prompt(self, session, body):
+    def prompt(self, session: LiveSession, body: Mapping[str, Any]) -> dict:
         """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""
         return self.admission.prompt(session, body)
 
-    def steer_input(self, session, entry_id, body):
+    def steer_input(self, session: LiveSession, entry_id: str, body: Mapping[str, Any]) -> dict:
         return self.admission.promote(session, entry_id, body)
 
-    def list_inputs(self, session):
+    def list_inputs(self, session: LiveSession) -> dict:
         return self.queue.list(session)
 
-    def edit_input(self, session, entry_id, body):
+    def edit_input(self, session: LiveSession, entry_id: str, body: Mapping[str, Any]) -> dict:
         return self.queue.edit(session, entry_id, body)
 
-    def cancel_input(self, session, entry_id):
+    def cancel_input(self, session: LiveSession, entry_id: str) -> dict:
         return self.queue.cancel(session, entry_id)
 
-    def cancel_turn(self, session, body):
+    def cancel_turn(self, session: LiveSession, body: Mapping[str, Any] | None) -> dict:
         """A person cancels the current turn; the session stays active."""
         with session.lock:
             turn = session.turn
@@ -43,8 +49,8 @@ class TurnEngine:
                 raise CompozyError("prompt_not_in_progress", "no turn is running")
             session.marker(MarkerKind.PROMPT_CANCEL, f"turn {turn.id} canceled", turn.id)
             self.runner.cancel(session, "canceled")
-        return {"cancel": {"turn_id": turn.id, "status": "cancelling"}}
+        return {"cancel": {"turn_id": turn.id, "status": TurnPhase.CANCELLING.value}}
 
-    def cancel(self, session, reason):
+    def cancel(self, session: LiveSession, reason: str) -> Turn | None:
         """Cooperative cancel of the current turn (the stop ladder, supervision); the turn or None."""
         return self.runner.cancel(session, reason)

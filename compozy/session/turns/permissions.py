@@ -11,6 +11,8 @@ as a read, anything that changes one as an edit; a held tool call keeps its call
 it is decided.
 """
 
+from __future__ import annotations
+
 import logging
 import os
 import threading
@@ -19,17 +21,22 @@ from dataclasses import dataclass
 from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.ids import new_id
+from compozy.session.records.control import settle_interaction
 from compozy.session.records.governed import permission_mode
+from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.workspaces import protected_homes, unsafe_reason
 from compozy.session.turns.choices import (ALLOWING, DAEMON_OPTIONS, REJECTING, chosen, decision_of,
                                            first_of_kinds, outcome)
-from compozy.states import PermissionMode
+from compozy.states import InteractionState, PermissionMode
+from compozy.store.records import Interaction
 
 log = logging.getLogger("compozy.permissions")
 
 READ_KINDS = ("read", "search")
 SHUTDOWN_POLL = 1.0
 NO_OPTIONS = "no_options"  # the reason for cancelling a request that offered nothing to choose
+SETTLED_BY = {"user": InteractionState.RESOLVED, "timeout": InteractionState.TIMED_OUT,
+              "cancelled": InteractionState.CANCELED}  # a decision's reason -> where its interaction goes
 
 
 @dataclass
@@ -57,16 +64,16 @@ def inside(root, path):
 
 
 class AgentRequests:
-    def __init__(self, services):
+    def __init__(self, services: Services) -> None:
         self.services = services
 
-    def mode(self, session=None):
+    def mode(self, session: LiveSession | None = None) -> str:
         return permission_mode(self.services.config, session.record if session is not None else None)
 
-    def files_denied(self, session=None):
+    def files_denied(self, session: LiveSession | None = None) -> bool:
         return self.mode(session) == PermissionMode.DENY_ALL
 
-    def workspace_root(self, session):
+    def workspace_root(self, session: LiveSession) -> str | None:
         """The canonical folder stored at registration (never re-resolved); None for a workspace
         registered before the home rules, which may hold the daemon's home: it gets no file access."""
         workspace = self.services.catalog.workspace(session.record.workspace_id)
@@ -140,12 +147,13 @@ class AgentRequests:
     def _hold(self, session, pending, details):
         pending.held_since = iso_from_epoch(self.services.clock.wall())
         with session.lock:
-            session.permissions[pending.request_id] = pending
+            session.hold_permission(pending)
             turn = session.turn
             if turn is not None and turn.id == pending.turn_id:
-                turn.pending_permissions += 1
-        self.services.catalog.add_interaction(id=pending.request_id, session_id=session.id, turn_id=pending.turn_id,
-                                              kind=pending.kind, status="pending", payload=details)
+                turn.permission_held()
+        self.services.catalog.add_interaction(Interaction(id=pending.request_id, session_id=session.id,
+                                                          turn_id=pending.turn_id, kind=pending.kind,
+                                                          status=InteractionState.PENDING.value, payload=details))
         session.append_event("permission", {"request_id": pending.request_id, **details}, pending.turn_id)
 
     def approve(self, session, request_id, option_id=None, decision=None):
@@ -160,30 +168,28 @@ class AgentRequests:
             raise CompozyError("permission_request_not_found", f"no pending request {request_id}")
         return option
 
-    def decide(self, session, request_id, option, reason="user"):
+    def decide(self, session: LiveSession, request_id: str, option: dict | None, reason: str = "user") -> bool:
         """Answer a held request with one of its options (None: cancelled); False when it is no longer pending."""
         with session.lock:
-            pending = session.permissions.pop(request_id, None)
+            pending = session.release_permission(request_id)
             turn = session.turn
             if pending and turn is not None and turn.id == pending.turn_id:
-                turn.pending_permissions = max(0, turn.pending_permissions - 1)
-                turn.progress()  # the wait for a person never counts as agent silence
+                turn.permission_settled()  # the wait for a person never counts as agent silence
         if pending is None:
             return False
-        status = {"user": "resolved", "timeout": "timed_out", "cancelled": "canceled"}[reason]
-        self.services.catalog.resolve_interaction(request_id, status, decision_of(option))
+        settle_interaction(self.services.catalog, request_id, SETTLED_BY[reason], decision_of(option))
         session.append_event("permission", {"request_id": request_id, **outcome(option), "reason": reason},
                              pending.turn_id)
         pending.reply.answer(option)
         return True
 
-    def cancel_all(self, session, turn_id=None):
+    def cancel_all(self, session: LiveSession, turn_id: str | None = None) -> None:
         """ACP requires every pending permission of a cancelled turn to be answered cancelled."""
         for request_id, pending in list(session.permissions.items()):
             if turn_id is None or pending.turn_id == turn_id:
                 self.decide(session, request_id, None, "cancelled")
 
-    def expire(self, session, timeout, now):
+    def expire(self, session: LiveSession, timeout: float, now: float) -> None:
         """Nobody answered in time: the first rejecting option offered, else cancelled."""
         for request_id, pending in list(session.permissions.items()):
             if now - pending.created >= timeout:

@@ -6,16 +6,22 @@ given to retry the exact same mutation. Nothing here runs a turn: admission writ
 queue, and the runner takes entries from it and reports how they went.
 """
 
+from __future__ import annotations
+
 import json
+from typing import Any, Mapping
 
 from compozy import serialize
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
+from compozy.session.records.live import LiveSession
 from compozy.session.records.control import move_admission, move_entry
+from compozy.session.records.receipts import recorded, replayed
 from compozy.session.turns.messages import check_identity, check_message, fingerprint
 from compozy.session.records.snapshots import layer
 from compozy.session.turns.turn import Turn
 from compozy.states import AdmissionState, Disposition, MarkerKind, QueueStatus
+from compozy.store.records import Admission as AdmissionRow, QueueEntry
 
 MARKER_OF = {Disposition.QUEUED: MarkerKind.PROMPT_QUEUED, Disposition.INTERRUPTED: MarkerKind.PROMPT_INTERRUPTED,
              Disposition.STEERED: MarkerKind.PROMPT_STEERED}
@@ -32,10 +38,10 @@ class InputQueue:
 
     # -- operations on entries ---------------------------------------------------------------
 
-    def list(self, session):
+    def list(self, session: LiveSession) -> dict:
         return {"entries": [serialize.entry_resource(e) for e in self.catalog.entries(session.id)]}
 
-    def entry(self, session, entry_id):
+    def entry(self, session: LiveSession, entry_id: str) -> QueueEntry:
         validate_id(entry_id, "queue", field="entry", not_found="queue_entry_not_found")
         entry = self.catalog.entry(session.id, entry_id)
         if entry is None:
@@ -43,21 +49,18 @@ class InputQueue:
         return entry
 
     @staticmethod
-    def require_queued(entry):
-        if entry["status"] != QueueStatus.QUEUED:
-            raise CompozyError("queue_entry_not_queued", f"entry {entry['id']} is {entry['status']}, not queued",
-                               status=entry["status"])
+    def require_queued(entry: QueueEntry) -> None:
+        if entry.status != QueueStatus.QUEUED:
+            raise CompozyError("queue_entry_not_queued", f"entry {entry.id} is {entry.status}, not queued",
+                               status=entry.status)
 
-    def receipt(self, session, key, print_):
+    def receipt(self, session: LiveSession, key: str, print_: str) -> dict | None:
         """A recorded mutation with this key: replayed when identical, a conflict otherwise."""
-        existing = self.catalog.admission(session.id, key)
-        if existing is None:
-            return None
-        if existing["fingerprint"] != print_:
-            raise CompozyError("idempotency_conflict", "this idempotency_key was used for a different request")
-        return {**existing["result"], "replayed": True}
+        existing = recorded(self.catalog.admission(session.id, key), print_,
+                            "this idempotency_key was used for a different request")
+        return None if existing is None else replayed(existing)
 
-    def edit(self, session, entry_id, body):
+    def edit(self, session: LiveSession, entry_id: str, body: Mapping[str, Any]) -> dict:
         message = check_message(body["message"])
         message_id, key = check_identity(body)
         print_ = fingerprint("edit", entry=entry_id, message=message, message_id=message_id)
@@ -69,37 +72,37 @@ class InputQueue:
             self.require_queued(entry)
             self.catalog.update_entry(entry_id, message=message, message_id=message_id, idempotency_key=key)
             result = {"entry": serialize.entry_resource(self.catalog.entry(session.id, entry_id)), "replayed": False}
-            self.catalog.add_admission(id=new_id("idem"), session_id=session.id, operation="edit",
-                                       message_id=message_id, idempotency_key=key, fingerprint=print_,
-                                       state=AdmissionState.COMPLETED.value, result=result)
+            self.catalog.add_admission(AdmissionRow(id=new_id("idem"), session_id=session.id, operation="edit",
+                                                    message_id=message_id, idempotency_key=key, fingerprint=print_,
+                                                    state=AdmissionState.COMPLETED.value, result=result))
             session.marker(MarkerKind.PROMPT_EDITED, f"queued input edited: {message[:200]}", None,
-                           entry_id=entry_id, message_id=message_id, replaced_message_id=entry["message_id"])
+                           entry_id=entry_id, message_id=message_id, replaced_message_id=entry.message_id)
         return result
 
-    def cancel(self, session, entry_id):
+    def cancel(self, session: LiveSession, entry_id: str) -> dict:
         with session.lock:
             entry = self.entry(session, entry_id)
-            if entry["status"] == QueueStatus.CANCELED:
+            if entry.status == QueueStatus.CANCELED:
                 return {"entry": serialize.entry_resource(entry)}
             self.require_queued(entry)
             move_entry(self.catalog, entry_id, QueueStatus.QUEUED, QueueStatus.CANCELED)
-            session.marker(MarkerKind.PROMPT_DROPPED, f"queued input canceled: {entry['message'][:200]}", None,
-                           entry_id=entry_id, message_id=entry["message_id"], reason="canceled")
+            session.marker(MarkerKind.PROMPT_DROPPED, f"queued input canceled: {entry.message[:200]}", None,
+                           entry_id=entry_id, message_id=entry.message_id, reason="canceled")
             return {"entry": serialize.entry_resource(self.catalog.entry(session.id, entry_id))}
 
-    def take_for_steer(self, entry):
+    def take_for_steer(self, entry: QueueEntry) -> None:
         """With session.lock held: a queued entry leaves the queue to steer the current turn."""
         self.require_queued(entry)
-        move_entry(self.catalog, entry["id"], QueueStatus.QUEUED, QueueStatus.CANCELED)
+        move_entry(self.catalog, entry.id, QueueStatus.QUEUED, QueueStatus.CANCELED)
 
     # -- admission's writes ----------------------------------------------------------------------
 
-    def admit_started(self, session, turn, print_):
+    def admit_started(self, session: LiveSession, turn: Turn, print_: str) -> None:
         """The admission of a prompt that runs now: binding until the runner reports it started."""
-        turn.admission_id = new_id("idem")
-        self.catalog.add_admission(id=turn.admission_id, session_id=session.id, operation="prompt",
-                                   message_id=turn.message_id, idempotency_key=turn.idempotency_key,
-                                   fingerprint=print_, state=AdmissionState.BINDING.value, result=None)
+        turn.recorded_as(new_id("idem"))
+        self.catalog.add_admission(AdmissionRow(id=turn.admission_id, session_id=session.id, operation="prompt",
+                                                message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                                fingerprint=print_, state=AdmissionState.BINDING.value))
 
     def enqueue(self, session, turn, print_, mode, priority, disposition, interrupted=None, delivery=None, into=None,
                 note=None):
@@ -121,13 +124,15 @@ class InputQueue:
             if into:
                 result["turn_id"] = into  # injected into the running turn
             admission_id = new_id("idem")
-            self.catalog.add_admission(id=admission_id, session_id=session.id, operation="prompt",
-                                       message_id=turn.message_id, idempotency_key=turn.idempotency_key,
-                                       fingerprint=print_, state=AdmissionState.QUEUED.value, result=result)
-            self.catalog.add_entry(id=entry_id, session_id=session.id, priority=priority,
-                                   status=QueueStatus.QUEUED.value, mode=mode, message=turn.message,
-                                   message_id=turn.message_id, idempotency_key=turn.idempotency_key,
-                                   runtime=self._resolved(session, turn), turn_id=turn.id, admission_id=admission_id)
+            self.catalog.add_admission(AdmissionRow(id=admission_id, session_id=session.id, operation="prompt",
+                                                    message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                                    fingerprint=print_, state=AdmissionState.QUEUED.value,
+                                                    result=result))
+            self.catalog.add_entry(QueueEntry(id=entry_id, session_id=session.id, priority=priority,
+                                              status=QueueStatus.QUEUED.value, mode=mode, message=turn.message,
+                                              message_id=turn.message_id, idempotency_key=turn.idempotency_key,
+                                              runtime=self._resolved(session, turn), turn_id=turn.id,
+                                              admission_id=admission_id))
         summary = f"{note or disposition.value}: {turn.message[:200]}"
         session.marker(MARKER_OF[disposition], summary, into or interrupted,
                        entry_id=entry_id, message_id=turn.message_id,
@@ -146,16 +151,15 @@ class InputQueue:
 
     # -- what the runner reports ---------------------------------------------------------------
 
-    def next_turn(self, session):
+    def next_turn(self, session: LiveSession) -> Turn | None:
         """With session.lock held: the next queued entry as a turn, or None."""
         for entry in self.catalog.entries(session.id):
-            move_entry(self.catalog, entry["id"], QueueStatus.QUEUED, QueueStatus.DISPATCHING)
-            return Turn(entry["turn_id"], entry["message"], entry["message_id"], entry["idempotency_key"],
-                        entry["runtime"], entry["mode"], clock=self.services.clock, entry_id=entry["id"],
-                        admission_id=entry["admission_id"])
+            move_entry(self.catalog, entry.id, QueueStatus.QUEUED, QueueStatus.DISPATCHING)
+            return Turn(entry.turn_id, entry.message, entry.message_id, entry.idempotency_key, entry.runtime,
+                        entry.mode, clock=self.services.clock, entry_id=entry.id, admission_id=entry.admission_id)
         return None
 
-    def started(self, session, turn):
+    def started(self, session: LiveSession, turn: Turn) -> None:
         """The turn is bound and its user_message recorded: its entry is sent, or its admission started."""
         if turn.entry_id:
             move_entry(self.catalog, turn.entry_id, QueueStatus.DISPATCHING, QueueStatus.SENT)
@@ -165,7 +169,7 @@ class InputQueue:
             move_admission(self.catalog, turn.admission_id, AdmissionState.BINDING, AdmissionState.STARTED,
                            result=turn.result)
 
-    def refused(self, session, turn, error):
+    def refused(self, session: LiveSession, turn: Turn, error: CompozyError) -> None:
         """The turn never started: its entry failed (and is dropped), or its admission is withdrawn."""
         if turn.entry_id:
             move_entry(self.catalog, turn.entry_id, QueueStatus.DISPATCHING, QueueStatus.FAILED,
@@ -175,18 +179,18 @@ class InputQueue:
         elif turn.admission_id:
             move_admission(self.catalog, turn.admission_id, AdmissionState.BINDING, AdmissionState.WITHDRAWN)
 
-    def claim_steer(self, session, turn, steer):
+    def claim_steer(self, session: LiveSession, turn: Turn, steer: dict[str, Any]) -> bool:
         """With session.lock held: take a waiting steer entry for injection and record its message."""
         entry = self.catalog.entry(session.id, steer["entry_id"])
-        if entry is None or entry["status"] != QueueStatus.QUEUED:
+        if entry is None or entry.status != QueueStatus.QUEUED:
             return False  # canceled, or already run as its own turn
-        move_entry(self.catalog, entry["id"], QueueStatus.QUEUED, QueueStatus.SENT)
-        session.append_event("user_message", {"text": entry["message"], "message_id": entry["message_id"],
-                                              "steer": True, "entry_id": entry["id"]}, turn.id)
-        steer["message"] = entry["message"]  # an edit after admission wins
+        move_entry(self.catalog, entry.id, QueueStatus.QUEUED, QueueStatus.SENT)
+        session.append_event("user_message", {"text": entry.message, "message_id": entry.message_id,
+                                              "steer": True, "entry_id": entry.id}, turn.id)
+        steer["message"] = entry.message  # an edit after admission wins
         return True
 
-    def steer_failed(self, session, turn, steer, reason):
+    def steer_failed(self, session: LiveSession, turn: Turn, steer: dict[str, Any], reason: str) -> None:
         move_entry(self.catalog, steer["entry_id"], QueueStatus.SENT, QueueStatus.FAILED,
                    failure=json.dumps({"code": "steer_failed", "message": reason[:300]}))
         session.marker(MarkerKind.PROMPT_DROPPED, f"steer could not be delivered: {reason[:300]}", turn.id,

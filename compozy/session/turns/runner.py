@@ -8,7 +8,6 @@ gives up, the runner ends the turn and the session stops.
 """
 
 import logging
-import threading
 
 from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
 from compozy.acp.evidence import agent_error, reason_of
@@ -41,14 +40,11 @@ class Runner:
 
     def start(self, session, turn):
         """Call with session.lock held: turn becomes current and a worker thread runs it."""
-        session.turn = turn
-        session.idle_since = None
+        session.begin_turn(turn)
         if session.worker is None:
-            session.worker = threading.Thread(target=self._loop, args=(session,), name=f"turns-{session.id}",
-                                              daemon=True)
-            session.worker.start()
+            session.run_by(self.services.threads.start(f"turns-{session.id}", self._loop, session))
         else:
-            session.worker_wake.set()  # the worker is parked, or about to park: it takes this turn
+            session.wake_worker()  # the worker is parked, or about to park: it takes this turn
 
     def cancel(self, session, reason):
         """Cooperative cancel of the current turn: the agent is asked to cancel, pending requests answered."""
@@ -71,10 +67,10 @@ class Runner:
         """Wait for a next turn on this thread; False (and no worker) when none came in time."""
         session.worker_wake.wait(PARKED_WORKER_SECONDS)
         with session.lock:
-            session.worker_wake.clear()
+            session.worker_woke()
             if session.turn is not None:
                 return True
-            session.worker = None
+            session.run_by(None)
             return False
 
     def _run_turns(self, session):
@@ -87,13 +83,12 @@ class Runner:
                 self._crash_safe_end(session, turn, error)
             finally:
                 turn.change_phase(TurnPhase.DONE)
-                turn.bound.set()
-                turn.ended.set()
+                turn.end()
             with session.lock:
                 self._advance(session, turn)
                 turn = session.turn
                 if turn is None:
-                    session.idle_since = self.services.clock.monotonic()
+                    session.went_idle(self.services.clock.monotonic())
                     session.feed.trim(IDLE_FEED_ITEMS)
         return self._parked(session)
 
@@ -101,9 +96,7 @@ class Runner:
         """With session.lock held: the turn is over, so the next queued entry (or nothing) is current."""
         if session.turn is turn:
             idle = session.stop_operation is not None or session.state != SessionState.ACTIVE
-            session.turn = None if idle else self.queue.next_turn(session)
-            if session.turn is not None:
-                session.idle_since = None
+            session.advance_to(None if idle else self.queue.next_turn(session))
 
     def _crash_safe_end(self, session, turn, error):
         """A bug broke the turn: logged once and stored, the runtime stopped and unbound for a rebind, and
@@ -118,15 +111,15 @@ class Runner:
             return
         session.append_event("runtime_warning", {"text": f"a turn could not start: {failure['summary']}",
                                                  "failure": failure}, turn.id)
-        turn.bind_error = CompozyError("internal_error", f"the turn failed before it started: {failure['summary']}",
-                                       **({"transition": failure["transition"]} if "transition" in failure else {}))
+        turn.refused(CompozyError("internal_error", f"the turn failed before it started: {failure['summary']}",
+                                  **({"transition": failure["transition"]} if "transition" in failure else {})))
         self._refused(session, turn, turn.bind_error)
 
     def _run(self, session, turn):
         try:
             replay_reason = self.binder.bind(session, turn)
         except BindFailure as failure:
-            turn.bind_error = failure.error
+            turn.refused(failure.error)
             self._refused(session, turn, failure.error, failure.failure_kind, failure)
             with session.lock:  # no longer current before the refusal is answered: a retry is not busy input
                 self._advance(session, turn)
@@ -135,9 +128,9 @@ class Runner:
         session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id,
                                               "prompt_runtime": turn.snapshot, "effective_runtime": runtime.effective},
                              turn.id)
-        turn.opened = True
+        turn.opened_in_log()
         self._started(session, turn)
-        turn.bound.set()
+        turn.mark_bound()
         if turn.cancel_reason or session.stop_operation:
             self._finish(session, turn, "done", {"stop_reason": "cancelled"})
             return
@@ -155,14 +148,14 @@ class Runner:
 
     def _started(self, session, turn):
         self.queue.started(session, turn)
-        session.inflight.pop(turn.idempotency_key, None)  # after the result is durable: a retry replays it
+        session.forget_inflight(turn.idempotency_key)  # after the result is durable: a retry replays it
         if session.state == SessionState.STARTING:
             session.change_state(SessionState.ACTIVE, stop_reason=None, stop_detail=None, verified=None)
 
     def _refused(self, session, turn, error, failure_kind=FailureKind.STARTUP_FAILURE, refusal=None):
         """A restart that did not bind stops the session again with the failure kind the evidence shows; a bind
         refused with an agent's evidence (its error's data, its stderr) keeps it as the session's failure."""
-        session.inflight.pop(turn.idempotency_key, None)
+        session.forget_inflight(turn.idempotency_key)
         self.queue.refused(session, turn, error)
         failure = refusal_failure(self.services.home, session, refusal) if refusal is not None else None
         if session.state == SessionState.STARTING:
@@ -175,17 +168,15 @@ class Runner:
     def _send_prompt(self, session, turn, runtime, text):
         turn.change_phase(TurnPhase.PROMPTING)
         turn.progress()
-        if turn.prompt_sent_at is None:  # the turn's own share of the cost counts from its first send
-            turn.cost_before = cost_before(session.cost_seen, runtime.acp_session_id, runtime.opened == "new")
-        turn.prompt_sent()
-        turn.pending = runtime.prompt(text, turn.wake)
+        turn.prompt_sent(cost_before(session.cost_seen, runtime.acp_session_id, runtime.opened == "new"))
+        turn.awaiting(runtime.prompt(text, turn.wake))
         if turn.cancel_reason:  # a cancel that arrived while the prompt was being sent
             turn.change_phase(TurnPhase.CANCELLING)
             runtime.cancel()
 
     def _await_answer(self, session, turn):
         while True:
-            turn.wake.clear()
+            turn.clear_wake()
             pending = turn.pending
             if pending.done:
                 if not isinstance(pending.error, AgentExited):
@@ -248,14 +239,14 @@ class Runner:
         with session.lock:
             runtime = session.runtime
             if runtime is not None and not runtime.alive:
-                session.runtime = None
+                session.detach_runtime()
                 session.update_runtime(status=RuntimeStatus.UNBOUND, transition="", process=None)
 
     def _deliver_injections(self, session, turn):
         """Steers wait as durable queue entries; one the turn never takes runs next as its own turn."""
         runtime = session.runtime
         while turn.injections and runtime is not None and runtime.alive and turn.prompting:
-            steer = turn.injections.pop(0)
+            steer = turn.next_injection()
             with session.lock:
                 if not self.queue.claim_steer(session, turn, steer):
                     continue
@@ -272,9 +263,8 @@ class Runner:
         The event and the hand-over to the next turn happen under the session lock, so a prompt
         sent by someone who just saw `done` finds the session idle, never a finished turn.
         """
-        if turn.finished:
+        if not turn.mark_finished():
             return
-        turn.finished = True
         with session.lock:  # a cancel checks the phase and moves it under this lock too
             turn.change_phase(TurnPhase.DONE)
         self.requests.cancel_all(session, turn.id)

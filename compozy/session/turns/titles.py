@@ -6,16 +6,19 @@ role's fallback_chain) gets the first exchange in an ACP session of its own, lau
 and stopped after it, with no tools, no files and no permissions, and outside the catalog (no list
 shows it). A usable answer becomes the session's name (meta.json and the catalog) unless a name was
 set meanwhile; on failure, a timeout or when disabled, the session stays unnamed. Daemon-managed
-sessions are never titled. The pass is recorded in meta.json as `auto_title` (`state`: running,
-titled, failed, superseded).
+sessions are never titled. The pass is recorded in meta.json as `auto_title`, whose `state` moves
+along the TITLE table (compozy.states): running, then titled, failed or superseded.
 
 A title the agent itself proposes (ACP session_info_update) names a user session the same way, whether
 or not passes are enabled: it replaces an unset name or one a title pass or the agent gave, never an
 explicit one; `auto_title.source` is then `agent`.
 """
 
+from __future__ import annotations
+
 import logging
 import threading
+from typing import Any, Mapping
 
 from compozy.acp.client import launch, open_session
 from compozy.acp.options import configure
@@ -23,8 +26,11 @@ from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.launch_aliases import resolve
 from compozy.session.records.governed import refuse_user_action
+from compozy.session.records.live import LiveSession
+from compozy.session.records.record import SessionRecord
 from compozy.session.records.replay import turn_text
-from compozy.states import PermissionDecision, SessionType
+from compozy.states import TITLE, PermissionDecision, SessionType, TitleState
+from compozy.store.eventlog import EventLog
 from compozy.text import one_line
 
 log = logging.getLogger("compozy.titles")
@@ -34,12 +40,21 @@ TITLE_CHARS = 80
 STOP_GRACE = 2.0
 NAME_SOURCE = "name_source"  # who gave the current name: "auto_title" or "agent"; absent means a person did
 PROPOSAL = "session_info_update"  # the system event of the agent's own session info
-PROPOSED_BY = ("auto_title", "agent")
+AUTO_TITLE = "auto_title"  # record.extra's key of the title's state
+PROPOSED_BY = (AUTO_TITLE, "agent")
 PROMPT = ("Write a short title (at most 8 words) for this conversation. Answer with the title only, "
           "no quotes.\n\nUser: {user}\n\nAssistant: {assistant}\n")
 
 
-def rename(session, body):
+def move_title(record: SessionRecord, new: TitleState, **fields: Any) -> None:
+    """The one way `auto_title` changes: born running (a pass) or titled (the agent's own title), then
+    an edge of the TITLE table."""
+    current = (record.extra.get(AUTO_TITLE) or {}).get("state")
+    new = TITLE.check(current, new) if current else TitleState(new)
+    record.extra[AUTO_TITLE] = {"state": new.value, "at": now_iso(), **fields}
+
+
+def rename(session: LiveSession, body: Mapping[str, Any]) -> SessionRecord:
     """An explicit name from a person: it wins over any title pass, running or to come."""
     name = body["name"].strip()
     if not name:
@@ -66,7 +81,7 @@ class Titles:
         if not self.services.config["roles.auto_title.enabled"] or not any(r["type"] == "done" for r in records):
             return
         record = session.record
-        if record.type != SessionType.USER or record.name or "auto_title" in record.extra:
+        if record.type != SessionType.USER or record.name or AUTO_TITLE in record.extra:
             return
         if len(session.log.read(types=["done"], limit=2)) != 1:
             return  # not the first answer (titles came on later, or this is a derived session's repeat)
@@ -74,7 +89,10 @@ class Titles:
             if session.id in self.running:
                 return
             self.running.add(session.id)
-        threading.Thread(target=self._pass, args=(session,), name=f"title-{session.id}", daemon=True).start()
+        with session.lock:  # born running before the agent could title it on another append
+            move_title(record, TitleState.RUNNING)
+            session.save()
+        self.services.threads.start(f"title-{session.id}", self._pass, session)
 
     @staticmethod
     def _proposed(session, proposal):
@@ -90,7 +108,7 @@ class Titles:
             if record.name == title:
                 return
             record.extra[NAME_SOURCE] = "agent"
-            record.extra["auto_title"] = {"state": "titled", "at": now_iso(), "source": "agent"}
+            move_title(record, TitleState.TITLED, source="agent")
             session.save(name=title)
         log.info("session %s titled %r by its agent", session.id, title)
 
@@ -102,29 +120,33 @@ class Titles:
 
     def _pass(self, session):
         try:
-            self._mark(session, "running")
             title = self._generate(session)
-            with session.lock:
-                if session.record.name:
-                    self._mark(session, "superseded")
-                elif title:
-                    session.record.extra["auto_title"] = {"state": "titled", "at": now_iso()}
-                    session.record.extra[NAME_SOURCE] = "auto_title"
-                    session.save(name=title)
-                    log.info("session %s titled %r", session.id, title)
-                else:
-                    self._mark(session, "failed")
         except Exception:  # noqa: BLE001 (a title pass never breaks its session)
             log.exception("title pass of session %s failed", session.id)
-            self._mark(session, "failed")
+            title = None
+        try:
+            self._settle(session, title)
         finally:
             with self.lock:
                 self.running.discard(session.id)
 
-    def _mark(self, session, state):
+    @staticmethod
+    def _settle(session, title):
+        """The pass's outcome: superseded when a name came meanwhile (a person's or the agent's), else
+        titled with its title, else failed."""
         with session.lock:
-            session.record.extra["auto_title"] = {"state": state, "at": now_iso()}
-            session.save()
+            record = session.record
+            if record.name:
+                move_title(record, TitleState.SUPERSEDED)
+                session.save()
+            elif title:
+                move_title(record, TitleState.TITLED)
+                record.extra[NAME_SOURCE] = AUTO_TITLE
+                session.save(name=title)
+                log.info("session %s titled %r", session.id, title)
+            else:
+                move_title(record, TitleState.FAILED)
+                session.save()
 
     def _generate(self, session):
         prompt = PROMPT.format(**first_exchange(session.log, session.read_secrets()))
@@ -155,7 +177,7 @@ class Titles:
             raise CompozyError("provider_unavailable", f"no provider named {route['provider']!r}")
         listener = TitleListener()
         runtime = launch(provider, session.id, session.record.cwd, listener, str(self.services.home.root),
-                         alias=resolve(provider, route))
+                         alias=resolve(provider, route), threads=self.services.threads)
         with self.lock:
             self.agents.add(runtime)
         try:
@@ -170,7 +192,7 @@ class Titles:
                 self.agents.discard(runtime)
 
 
-def first_exchange(log, secrets):
+def first_exchange(log: EventLog, secrets: Any) -> dict:
     """The first user message and the first answer (its joined text redacted), each bounded."""
     events = log.read(types=["user_message", "agent_message", "done"], limit=1000, after_sequence=0)
     user = next((e["content"].get("text", "") for e in events if e["type"] == "user_message"), "")
@@ -179,7 +201,7 @@ def first_exchange(log, secrets):
     return {"user": user[:EXCERPT_CHARS], "assistant": answer[:EXCERPT_CHARS]}
 
 
-def clean_title(text):
+def clean_title(text: str) -> str | None:
     """The first non-empty line, without quotes or a `Title:` label, one line, at most TITLE_CHARS."""
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if line.lower().startswith("title:"):

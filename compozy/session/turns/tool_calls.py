@@ -25,16 +25,15 @@ class ToolCalls:
         for approval or waiting on a turn): one call more is refused at once, so no agent holds many threads."""
         session, limit = caller.session, self.services.config["session.tools.max_concurrent_calls"]
         with session.lock:
-            if session.tool_calls_in_flight >= limit:
+            if not session.take_tool_call_slot(limit):
                 raise CompozyError("tool_call_limit_reached", f"session {session.id} already has {limit} native "
                                    f"tool calls in flight (at most {limit} at once); call again when one has ended",
                                    limit=limit, session_id=session.id)
-            session.tool_calls_in_flight += 1
         try:
             yield
         finally:
             with session.lock:
-                session.tool_calls_in_flight -= 1
+                session.free_tool_call_slot()
 
     @contextmanager
     def serving_tool_call(self, caller, title, target, changes):
