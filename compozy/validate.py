@@ -283,7 +283,7 @@ REWIND_FIELDS = {"message_id": token(required=True),
                  **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES},
                  "files": text(choices=("keep", "restore")), "dry_run": boolean()}
 RESTORE_FIELDS = {"dry_run": boolean()}
-GC_FIELDS = {}
+GC_FIELDS: dict = {}
 CLEAR_FIELDS = {"idempotency_key": token(required=True),
                 **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
 REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}

@@ -14,7 +14,6 @@ import shutil
 import stat
 import subprocess
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +39,6 @@ class Snapshot:
     changed: int = 0                              # how many files changed since the tree compared with
     bytes: int = 0                                # the size of the files read into objects this time
     skipped: list = field(default_factory=list)   # [{"path", "bytes", "reason"}]
-    duration_ms: float = 0.0
 
 
 def git_path():
@@ -88,6 +86,9 @@ class ShadowRepo:
                                   timeout=timeout or self.timeout, start_new_session=True,
                                   umask=0o077 if private else -1)
         except subprocess.TimeoutExpired:
+            # git was killed holding its index lock: only this repository object writes that index (self.lock),
+            # so the lock is stale and goes, or every later checkpoint of the folder would fail on it.
+            _unlink(Path(f"{index or self.index}.lock"))
             raise ShadowError("timeout", f"git {arguments[0]} took longer than {timeout or self.timeout:g}s") from None
         except OSError as exc:
             raise ShadowError("git_failed", f"git {arguments[0]} could not run: {exc}") from None
@@ -120,9 +121,10 @@ class ShadowRepo:
 
     def snapshot(self, since=None, max_file_bytes=10 << 20, max_files=100_000):
         """The folder's state as a tree, read through the index; changes counted against `since`."""
-        started = time.monotonic()
         with self.lock:
             self.ensure()
+            if self.written is None:  # a daemon killed during a git call left its index lock: none runs now
+                _unlink(Path(f"{self.index}.lock"))
             paths = _paths(self.git("ls-files", "-z", "-m", "-o", "-d", "--exclude-standard", *self._own_folder()))
             if len(paths) > max_files:
                 raise ShadowError("too_many_files", f"{len(paths)} files to read, over checkpoints.max_files "
@@ -136,7 +138,7 @@ class ShadowRepo:
                 self.written = self.git("write-tree").strip()
             tree = self.written
             changed, listed = self.changes(since or EMPTY_TREE, tree)
-        return Snapshot(tree, listed, changed, read, skipped, round((time.monotonic() - started) * 1000, 1))
+        return Snapshot(tree, listed, changed, read, skipped)
 
     def _own_folder(self):
         """The shadow repository itself is never read into a checkpoint (a folder that holds the home)."""
@@ -346,3 +348,10 @@ def folder_bytes(folder):
             except OSError:
                 pass
     return total
+
+
+def _unlink(path):
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass

@@ -96,8 +96,7 @@ class Keeper:
         self._thread = None
 
     def started(self):
-        self._thread = threading.Thread(target=self._run, name="retention", daemon=True)
-        self._thread.start()
+        self._thread = self.services.threads.start("retention", self._run)
 
     def closing(self):
         self._stop.set()
@@ -141,7 +140,7 @@ class Keeper:
     def run(self, dry_run, scheduled=False):
         """The policy's plan, carried out unless dry_run; answers what it did (or would do)."""
         with self._lock:
-            now = datetime.now(timezone.utc)
+            now = datetime.fromtimestamp(self.services.clock.wall(), timezone.utc)
             chosen = plan(self.records(), self.services.config, self.services.home, now)
             if not dry_run:
                 chosen["compacted"] = [self._compact(item) for item in chosen["compact"]]

@@ -47,14 +47,12 @@ class Indexer:
         self._wake, self._stopped = threading.Event(), False
         self._catalog_cursor = services.catalog_feed.last_sequence
         self._thread = None
-        self.passes = 0  # completed passes: a test or a bench waits for the index to catch up
 
     # -- observer signals -----------------------------------------------------------------
 
     def started(self):
         self.mark(*self.services.catalog.session_ids())
-        self._thread = threading.Thread(target=self._run, name="search-indexer", daemon=True)
-        self._thread.start()
+        self._thread = self.services.threads.start("search-indexer", self._run)
 
     def appended(self, session, records):
         self.mark(session.id)
@@ -101,7 +99,6 @@ class Indexer:
                     self.index_session(session_id)
                 except Exception:  # noqa: BLE001 (one session's trouble never stops the index)
                     log.exception("search: indexing session %s failed", session_id)
-            self.passes += 1
 
     def _catalog_changes(self):
         items = self.services.catalog_feed.after(self._catalog_cursor, 0)

@@ -13,7 +13,6 @@ its workers end as soon as their queues are empty.
 import logging
 import queue
 import threading
-import time
 
 from compozy.checkpoints.retention import to_drop
 from compozy.checkpoints.shadow import LISTED_CHANGES, ShadowError, ShadowRepo
@@ -94,10 +93,8 @@ class Checkpointer:
             worker = self._workers.get(workspace_id)
             if worker is None:
                 jobs = queue.Queue()
-                thread = threading.Thread(target=self._serve, args=(workspace_id, jobs), daemon=True,
-                                          name=f"checkpoints-{workspace_id}")
+                thread = self.services.threads.start(f"checkpoints-{workspace_id}", self._serve, workspace_id, jobs)
                 worker = self._workers[workspace_id] = (jobs, thread)
-                thread.start()
             worker[0].put(job)
         return job
 
@@ -128,7 +125,7 @@ class Checkpointer:
 
     def capture(self, session, kind):
         """Take the checkpoint and describe it (without recording it)."""
-        config, record, started = self.services.config, session.record, time.monotonic()
+        config, record, started = self.services.config, session.record, self.services.clock.monotonic()
         try:
             repo = self.repo(record)
             snapshot = repo.snapshot(self.last_tree(session), config["checkpoints.max_file_bytes"],
@@ -145,7 +142,7 @@ class Checkpointer:
                 "files_changed": snapshot.changed, "files": snapshot.changes,
                 "files_truncated": snapshot.changed > LISTED_CHANGES, "bytes": snapshot.bytes,
                 "skipped": snapshot.skipped[:LISTED_SKIPS], "skipped_count": len(snapshot.skipped),
-                "duration_ms": round((time.monotonic() - started) * 1000, 1)}
+                "duration_ms": round((self.services.clock.monotonic() - started) * 1000, 1)}
 
     def last_tree(self, session):
         tree = self._last.get(session.id)

@@ -135,7 +135,7 @@ class Runner:
             self._finish(session, turn, "done", {"stop_reason": "cancelled"})
             return
         if self.services.checkpoints is not None:
-            turn.checkpointed = True
+            turn.mark_checkpointed()
             self.services.checkpoints.turn_started(session, turn)  # the files as they were before the agent acts
         text = turn.message
         if replay_reason:

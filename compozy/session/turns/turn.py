@@ -121,6 +121,10 @@ class Turn:
         """Its user_message is stored: it ends with exactly one done or error from now."""
         self.opened = True
 
+    def mark_checkpointed(self) -> None:
+        """Its start checkpoint was taken (or tried): it ends with an end checkpoint."""
+        self.checkpointed = True
+
     def mark_bound(self) -> None:
         self.bound.set()
 
