@@ -305,5 +305,24 @@ OPERATIONS = (
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},
               stream="always", cli=_session_cli("session attach")),
 )
+ATTENTION_OPERATIONS = (
+    Operation("GET", "/api/attention", "attention.list", "list_attention",
+              "The attention inbox: every item that needs a person across sessions and workspaces (a permission "
+              "request, stale supervision, a stuck runtime, a failure, a budget warning), with the actions that "
+              "resolve it; status=resolved for the recent resolutions", (Success(200, "AttentionList"),),
+              ("invalid_request", "workspace_not_found"), query=v.ATTENTION_QUERY,
+              cli=Cli("inbox", flags=(*_flags("kind", "workspace", "status", "limit"), ("session_id", "--session")))),
+    Operation("GET", "/api/attention/events", "attention.stream", "attention_stream",
+              "Server-Sent Events of the inbox's changes (item_opened, item_resolved), after an `inbox` snapshot of "
+              "the open items; resumes after Last-Event-ID, across daemon restarts",
+              (Success(200, None),), ("invalid_request",), headers={"Last-Event-ID": v.SEQUENCE}, stream="always"),
+    Operation("POST", "/api/attention/<item_id>/answer", "attention.answer", "answer_attention",
+              "Resolve an open item with one of its actions: a permission request's option_id (session.approve), "
+              "stop (session.stop), or dismiss", (Success(200, "AttentionAnswer"),),
+              ("invalid_request", "attention_item_not_found", "attention_item_resolved", "attention_action_not_offered",
+               "permission_request_not_found", "session_not_found", "workspace_not_found", "session_daemon_managed"),
+              body=v.ANSWER_FIELDS, cli=Cli("inbox answer", ("item_id", "option_id"))),
+)
+OPERATIONS += ATTENTION_OPERATIONS
 OPS = {operation.name: operation for operation in OPERATIONS}
 TOOLS = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}

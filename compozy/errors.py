@@ -36,6 +36,7 @@ ERRORS = {
     "queue_entry_not_found": ErrorKind(404, "no queue entry with that ID in the session"),
     "permission_request_not_found": ErrorKind(404, "no pending permission request with that ID"),
     "route_not_found": ErrorKind(404, "the agent does not declare that 1-based fallback_chain route"),
+    "attention_item_not_found": ErrorKind(404, "no attention item with that ID"),
     "message_not_found": ErrorKind(404, "no durable user message with that ID in the session's active transcript"),
     # 405
     "method_not_allowed": ErrorKind(405, "the route exists but not for this HTTP method"),
@@ -65,6 +66,8 @@ ERRORS = {
     "permission_option_not_offered": ErrorKind(409, "option_id names none of the options the agent offered"),
     "session_expired": ErrorKind(409, "a governed child's TTL has passed; it does not run again"),
     "session_tree_limit_reached": ErrorKind(409, "the root's tree already holds 20 sessions created below it"),
+    "attention_item_resolved": ErrorKind(409, "the attention item is already resolved (its resolution is in details)"),
+    "attention_action_not_offered": ErrorKind(409, "option_id names none of the attention item's actions"),
     # 413
     "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
     "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),

@@ -21,6 +21,7 @@ from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
 from compozy.session.lifecycle.boot import Reconciler
+from compozy.session.lifecycle.inbox_views import InboxViews
 from compozy.session.lifecycle.stop import Stopper
 from compozy.session.lifecycle.supervision import Supervisor
 from compozy.session.records import reads
@@ -53,7 +54,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, ToolCalls):
+class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
@@ -128,7 +129,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
             attention.append(entry)
         return {"status": {"version": __version__, "accepting": self.services.accepting,
                            "sessions": self.catalog.state_counts(), "live": len(self.live),
-                           "attention": attention}}
+                           "attention": attention, "inbox": self.catalog.attention.open_summary()}}
 
     # -- workspaces ---------------------------------------------------------------------
 
@@ -201,10 +202,13 @@ class SessionManager(AgentViews, SessionReads, ToolCalls):
         rows, has_more, total = self.catalog.list_sessions(list_filters(query, self.workspaces), limit, cursor)
         page = {"limit": limit, "total": total, "has_more": has_more,
                 "next_cursor": rows[-1][0] if has_more and rows else None}
+        open_items = self.catalog.attention.counts([row[0] for row in rows])  # the inbox's items per session
         if encoded:
             texts = [self._list_row_text(*row) for row in rows]
-            return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)}}}')
-        return {"sessions": [json.loads(self._list_row_text(*row)) for row in rows], "page": page}
+            return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)},'
+                                      f'"open_items":{serialize.encode(open_items)}}}')
+        return {"sessions": [json.loads(self._list_row_text(*row)) for row in rows], "page": page,
+                "open_items": open_items}
 
     def rename_session(self, session_id, workspace, body):
         """An explicit name; it always wins over an auto title."""

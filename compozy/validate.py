@@ -224,6 +224,26 @@ def query_int(value, name, minimum=0, maximum=SQLITE_MAX_INTEGER):
     return number
 
 
+def check_query(query, spec):
+    """A query with only declared parameters, parsed by their specs' types (strings from HTTP and the CLI,
+    typed values in-process)."""
+    unknown = sorted(set(query) - set(spec))
+    if unknown:
+        raise invalid(f"unknown parameter(s): {', '.join(unknown)}", fields=unknown)
+    clean = {}
+    for name, field in spec.items():
+        value = query.get(name)
+        if value is None:
+            continue
+        if int in field.types:
+            clean[name] = query_int(value, name, field.minimum or 0, field.maximum or SQLITE_MAX_INTEGER)
+        elif bool in field.types:
+            clean[name] = query_bool(value, name)
+        else:
+            clean[name] = _check_value(name, value, field)
+    return clean
+
+
 def query_bool(value, name):
     if value is None:
         return None
@@ -301,6 +321,13 @@ HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit
                  "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
 ARCHIVE_QUERY = {"stop": boolean()}
+ATTENTION_KINDS = ("permission", "supervision_stale", "supervision_unknown", "runtime_stuck", "stop_unverified",
+                   "agent_failure", "recovery_exhausted", "provider_auth_failure", "budget_warning")
+ATTENTION_QUERY = {"kind": text(choices=ATTENTION_KINDS), "workspace": text(pattern=NOT_EMPTY, rule="must be a "
+                   "workspace name or ID"), "session_id": identifier("sess"), "status": text(choices=("open", "resolved")),
+                   "limit": integer(minimum=1, maximum=1000)}
+ATTENTION_STREAM_QUERY = {}
+ANSWER_FIELDS = {"option_id": text(required=True, max_length=1000, pattern=NOT_EMPTY, rule="must not be empty")}
 PREVIEW_QUERY = {"message_id": token()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}
 
@@ -309,4 +336,4 @@ CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, 
 WORKSPACE_REFERENCE = f"{id_pattern('ws')}|{WORKSPACE_NAME_PATTERN}"  # a workspace by ID or name
 PATH_FIELDS = {"session_id": identifier("sess", required=True), "entry": identifier("queue", required=True),
                "workspace": text(required=True, pattern=WORKSPACE_REFERENCE, rule="must be a workspace name or ID"),
-               "agent_name": text(required=True, max_length=64)}
+               "agent_name": text(required=True, max_length=64), "item_id": identifier("attn", required=True)}

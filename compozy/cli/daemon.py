@@ -337,6 +337,11 @@ def _status_text(document):
     status = document["status"]
     counts = ", ".join(f"{n} {state}" for state, n in sorted(status["sessions"].items())) or "no sessions"
     lines = [f"compozy {status['version']}: {counts}; {status['live']} live in this daemon"]
+    inbox = status.get("inbox") or {}
+    if inbox.get("total"):
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(inbox["by_kind"].items()))
+        lines.append(f"inbox: {inbox['total']} open ({kinds}); `compozy inbox` lists them")
+        lines += [f"  {sid}  {n} open" for sid, n in sorted(inbox["by_session"].items())]
     for session in status["attention"]:
         failure, stuck = session.get("failure") or {}, session.get("stuck")
         detail = _stuck_text(stuck) if stuck else failure.get("summary") or session.get("stop_detail") or ""

@@ -40,10 +40,10 @@ class Context:
         method, path, query, body = self._request(name, fields)
         return self.client.call(method, path, body=body, query=query, headers=headers)[1]
 
-    def stream(self, name, /, **fields):
+    def stream(self, name, /, headers=None, **fields):
         """(event, data) pairs of an operation answered as Server-Sent Events."""
         method, path, query, body = self._request(name, fields)
-        return self.client.stream(method, path, body=body, query=query)
+        return self.client.stream(method, path, body=body, query=query, headers=headers)
 
     def _request(self, name, fields):
         from compozy.cli.client import request
@@ -103,7 +103,7 @@ def use_profile(name):
 
 def main(argv=None):
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             lifecycle, mcp, page, prompting, session, workspace)
+                             inbox, lifecycle, mcp, page, prompting, session, workspace)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

@@ -55,8 +55,15 @@ def catalog_stream(manager, operation, params):
     return sse_response(lambda: batches_as_pairs(manager.catalog_stream(after_sequence=after)))
 
 
+def attention_stream(manager, operation, params):
+    if query_args():
+        raise invalid(f"unknown parameter(s): {', '.join(sorted(query_args()))}")
+    after = query_int(request.headers.get("Last-Event-ID") or None, "Last-Event-ID")
+    return sse_response(lambda: batches_as_pairs(manager.attention_stream(after_sequence=after)))
+
+
 SPECIAL = {"session.prompt": prompt, "session.list": list_sessions, "session.stream": stream,
-           "session.catalog_stream": catalog_stream}
+           "session.catalog_stream": catalog_stream, "attention.stream": attention_stream}
 
 
 def view(manager, operation, handler=None):

@@ -138,7 +138,7 @@ SCHEMAS = {
     "SessionAnswer": wrapped("session", "Session"),
     "SessionPage": obj(["sessions", "page"], sessions=array(ref("Session")), page=obj(
         ["limit", "total", "has_more", "next_cursor"], limit=INTEGER, total=INTEGER, has_more=BOOLEAN,
-        next_cursor=nullable(STRING))),
+        next_cursor=nullable(STRING)), open_items={"type": "object", "additionalProperties": INTEGER}),
     "SessionStatus": obj((*SESSION_REQUIRED, "lifecycle_state", "verified", "attention"),
                          state=enum(HealthState), lifecycle_state=enum(SessionState), **SESSION_FIELDS),
     "SessionStatusAnswer": wrapped("session", "SessionStatus"),
@@ -215,7 +215,7 @@ SCHEMAS = {
         attention=array(obj(["id", "state", "workspace_id"], id=STRING, name=nullable(STRING),
                             state=enum(SessionState), workspace_id=STRING, stop_reason=nullable(STRING),
                             stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING),
-                            stuck=nullable(STUCK))))),
+                            stuck=nullable(STUCK))), inbox=ref("AttentionOpen"))),
     "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(

@@ -12,6 +12,7 @@ from peewee import (BooleanField, CharField, IntegerField, IntegrityError, Model
 
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
+from compozy.store.attention import AttentionItems
 from compozy.store.db import Guarded, open_sqlite
 from compozy.store.derivations import Derived
 from compozy.store.rows import marks, select_rows, update_row
@@ -134,6 +135,7 @@ class Catalog:
                 if column not in columns:  # catalogs written by an earlier version
                     db.execute_sql(f"ALTER TABLE sessions ADD COLUMN {column} {kind}")
         self.derived = Derived(self.guard)
+        self.attention = AttentionItems(self.guard)
 
     def close(self):
         self.guard.close()

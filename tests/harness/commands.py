@@ -7,7 +7,7 @@ from compozy.cli.main import cli
 
 def cli_commands():
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             lifecycle, page, prompting, session, workspace)
+                             inbox, lifecycle, page, prompting, session, workspace)
     return dict(_walk(cli, ""))
 
 
@@ -23,6 +23,8 @@ def _walk(group, prefix, groups=False):
     for name, command in group.commands.items():
         path = f"{prefix} {name}".strip()
         if isinstance(command, click.Group):
+            if command.invoke_without_command and not groups:
+                yield path, command  # a group that is a command of its own too (`inbox`, `inbox answer`)
             yield from _walk(command, path, groups)
         elif not groups:
             yield path, command

@@ -51,6 +51,7 @@ class Services:
     work_signals: list = field(default_factory=list)  # callables: session -> more supervision.work_signals
     waits: list = field(default_factory=list)  # callables: session -> more of what it waits on (records.waiting)
     accepting: bool = True
+    inbox: object = None  # the attention inbox (compozy.session.lifecycle.inbox), built with the observers
 
 
 class LiveSession:
@@ -96,7 +97,7 @@ class LiveSession:
     def save(self, **changes):
         """Change fields of the record and write it: meta.json, then the catalog row."""
         with self.lock:
-            attention = self.record.attention
+            attention, failure = self.record.attention, self.record.failure
             self.record.change(**changes)
             self.record.fences = {**(self.record.fences or {}), "max_sequence": self.log.max_active_sequence()}
             self.services.store.save(self.record)
@@ -104,6 +105,8 @@ class LiveSession:
         if self.record.attention != attention:
             attention_changed(self.services.catalog_feed, self.record, attention)
             self.services.observers.emit("attention_changed", self, attention, self.record.attention)
+        if self.record.failure != failure:
+            self.services.observers.emit("failure_changed", self, failure, self.record.failure)
         return self.record
 
     def change_state(self, new_state, **changes):

@@ -1,0 +1,101 @@
+"""`compozy inbox`: what needs a person across every session, followed live, and answered.
+
+Layer 6 (surface). The list is GET /api/attention, --follow its event stream (resumed by the last change
+seen when the connection drops), and `inbox answer` runs one of an item's actions.
+"""
+
+import http.client
+import json
+import time
+
+import click
+
+from compozy.cli.main import choice, cli
+from compozy.cli.output import emit, output_option, table
+from compozy.errors import CompozyError
+
+RETRY_EVERY = 0.5
+ITEM_HEADERS = ("ID", "KIND", "SESSION", "AGE", "SUMMARY")
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--kind", type=choice("attention.list", "kind"), help="only items of this kind")
+@click.option("--workspace", help="only items of this workspace (name or ID)")
+@click.option("--session", "session_id", help="only items of this session")
+@click.option("--status", type=choice("attention.list", "status"), help="resolved: the recent resolutions")
+@click.option("--limit", type=click.IntRange(1, 1000), help="at most this many items (default 200)")
+@click.option("--follow", "-f", is_flag=True, help="then print each item opened or resolved, until interrupted")
+@output_option()
+@click.pass_context
+def inbox(ctx, follow, output, **query):
+    """Everything that needs a person, across sessions: permission requests, stale or stuck sessions,
+    failures, budget warnings; each with the actions that resolve it (`inbox answer ITEM ACTION`).
+
+    \b
+    Example:
+      compozy inbox
+      compozy inbox --follow -o json
+      compozy inbox answer attn_01J9Z3K6Q4V8M2N5P7R9T1W3XY allow
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    obj = ctx.obj
+    document = obj.call("attention.list", **query)
+    if not follow:
+        emit(document, output, _items_text)
+        return
+    if output == "json":
+        click.echo(json.dumps({"type": "inbox", "sequence": document["sequence"], "items": document["items"]}))
+    else:
+        click.echo(_items_text(document))
+    for change in _changes(obj, document["sequence"]):
+        click.echo(json.dumps(change) if output == "json" else _change_text(change))
+
+
+@inbox.command("answer")
+@click.argument("item_id")
+@click.argument("option_id")
+@output_option()
+@click.pass_obj
+def answer(obj, item_id, option_id, output):
+    """Resolve an open item with one of its actions: a permission request's option ID, `stop` or
+    `dismiss` (the item lists its actions' IDs).
+
+    \b
+    Example:
+      compozy inbox answer attn_01J9Z3K6Q4V8M2N5P7R9T1W3XY allow
+    """
+    document = obj.call("attention.answer", item_id=item_id, option_id=option_id)
+    emit(document, output, lambda d: f"{d['item']['id']}: {d['action']} -> {d['item']['status']}"
+         + (f" ({d['item']['resolution']})" if d["item"].get("resolution") else ""))
+
+
+def _items_text(document):
+    rows = [(item["id"], item["kind"], item.get("session_id") or "-", item["created_at"][11:19],
+             item["summary"] + "  [" + " | ".join(a["id"] for a in item["actions"]) + "]")
+            for item in document["items"]]
+    total = document["open"]["total"]
+    return table(rows, ITEM_HEADERS, "nothing needs you") + (f"\n({total} open)" if rows else "")
+
+
+def _change_text(change):
+    item = change["item"]
+    if change["type"] == "item_opened":
+        return f"+ {item['id']}  {item['kind']}  {item.get('session_id') or '-'}  {item['summary']}"
+    return f"- {item['id']}  {item['kind']}  resolved: {item['resolution']}"
+
+
+def _changes(obj, after):
+    """Every change after `after`, once each and in order, across reconnections."""
+    while True:
+        try:
+            for event, data in obj.stream("attention.stream", headers={"Last-Event-ID": str(after)}):
+                if event in ("item_opened", "item_resolved") and data["sequence"] > after:
+                    after = data["sequence"]
+                    yield data
+        except CompozyError as exc:
+            if exc.code != "daemon_unavailable":
+                raise
+        except (OSError, http.client.HTTPException, ValueError):
+            pass
+        time.sleep(RETRY_EVERY)

@@ -1,0 +1,140 @@
+"""The attention inbox against real parts: its event stream (snapshot, changes, resume across a daemon
+restart), and items that follow a session's attention flag, failure, removal and the daemon's boot."""
+
+import time
+
+import pytest
+
+from compozy.config import from_document
+from compozy.manager import SessionManager
+from compozy.paths import Home
+from tests.harness.daemon import DaemonProcess
+from tests.harness.sse import Viewer
+
+HELD = "[permission edit no/reject_once/Deny | yes/allow_once/Allow] go"
+
+
+def wait_for(read, check, within=20.0):
+    deadline = time.monotonic() + within
+    while True:
+        value = read()
+        if check(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {within}s: {value!r}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def held_daemon(home):
+    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+    (home / "config.toml").chmod(0o600)
+    process = DaemonProcess(home).start()
+    yield process
+    process.stop()
+
+
+def port_of(daemon):
+    return int(daemon.http_url.rsplit(":", 1)[1])
+
+
+def test_the_stream_sends_a_snapshot_then_each_change_and_resumes_after_a_restart(held_daemon, workspace):
+    api = held_daemon.client()
+    session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace)})[1]["session"]
+    base = f"/api/workspaces/{session['workspace_id']}/sessions/{session['id']}"
+    viewer = Viewer(port_of(held_daemon), "/api/attention/events")
+    try:
+        frames = viewer.frames()
+        snapshot = next(frames)
+        assert (snapshot["event"], snapshot["data"]["items"]) == ("inbox", [])
+        api.call("POST", base + "/prompt", {"message": HELD})
+        opened = next(frames)
+        assert opened["event"] == "item_opened" and opened["data"]["item"]["kind"] == "permission"
+        assert int(opened["id"]) > int(snapshot["id"])
+        item = opened["data"]["item"]
+        api.call("POST", f"/api/attention/{item['id']}/answer", {"option_id": "no"})
+        resolved = next(frames)
+        assert resolved["event"] == "item_resolved" and resolved["data"]["item"]["id"] == item["id"]
+        assert "reject-once" in resolved["data"]["item"]["resolution"]
+    finally:
+        viewer.connection.close()
+    held_daemon.restart()
+    resumed = Viewer(port_of(held_daemon), "/api/attention/events", headers={"Last-Event-ID": opened["id"]})
+    try:
+        frame = next(resumed.frames())  # no snapshot: the change the viewer missed, read from the catalog
+        assert (frame["event"], frame["id"], frame["data"]["item"]["status"]) == \
+               ("item_resolved", resolved["id"], "resolved")
+    finally:
+        resumed.connection.close()
+
+
+def test_a_bad_last_event_id_is_refused(held_daemon):
+    viewer = Viewer(port_of(held_daemon), "/api/attention/events", headers={"Last-Event-ID": "soon"})
+    try:
+        assert viewer.status == 400
+    finally:
+        viewer.connection.close()
+
+
+@pytest.fixture
+def manager(home):
+    managers = []
+
+    def build():
+        managers.append(SessionManager(Home(home), from_document({})).start())
+        return managers[-1]
+    yield build
+    for made in managers:
+        made.shutdown()
+
+
+def items(manager, **query):
+    return manager.list_attention(query)["items"]
+
+
+def test_a_flag_opens_an_item_that_resolves_when_the_flag_clears(manager, workspace):
+    daemon = manager()
+    session_id = daemon.create_session({"workspace_path": str(workspace), "name": "flagged"})["session"]["id"]
+    session = daemon._session(session_id)
+    session.save(attention="runtime_stuck")
+    [item] = items(daemon)
+    assert (item["kind"], item["session_id"], [a["id"] for a in item["actions"]]) == \
+           ("runtime_stuck", session_id, ["stop", "dismiss"])
+    assert "flagged" in item["summary"]
+    session.save(attention="supervision_source_stale")  # a new cause: the old item resolves, a new one opens
+    [stale] = items(daemon)
+    assert stale["kind"] == "supervision_stale" and stale["id"] != item["id"]
+    session.save(attention=None)
+    assert items(daemon) == []
+    resolved = items(daemon, status="resolved")
+    assert [r["id"] for r in resolved] == [stale["id"], item["id"]]
+    assert resolved[0]["resolution"] == "cleared"
+
+
+def test_a_failure_is_an_item_until_the_next_start_and_survives_a_restart(manager, workspace):
+    daemon = manager()
+    session_id = daemon.create_session({"workspace_path": str(workspace)})["session"]["id"]
+    daemon._session(session_id).save(failure={"kind": "provider_auth_failure", "summary": "log in first"})
+    [item] = items(daemon)
+    assert item["kind"] == "provider_auth_failure" and item["summary"].endswith("log in first")
+    daemon.shutdown()
+    again = manager()  # the failure is in meta.json: boot finds its item open, and opens no second one
+    assert [i["id"] for i in items(again)] == [item["id"]]
+    again._session(session_id).save(failure=None)
+    assert items(again) == []
+    assert items(again, status="resolved")[0]["resolution"] == "the next start succeeded"
+
+
+def test_removing_a_session_resolves_its_items_and_dismiss_resolves_one(manager, workspace):
+    daemon = manager()
+    first = daemon.create_session({"workspace_path": str(workspace)})["session"]["id"]
+    second = daemon.create_session({"workspace_path": str(workspace)})["session"]["id"]
+    daemon._session(first).save(failure={"kind": "process_exit", "summary": "exited 3"})
+    daemon._session(second).save(failure={"kind": "process_exit", "summary": "exited 4"})
+    daemon.remove_session(first)
+    [left] = items(daemon)
+    assert left["session_id"] == second and left["kind"] == "agent_failure"
+    assert items(daemon, status="resolved")[0]["resolution"] == "session removed"
+    answer = daemon.answer_attention(left["id"], {"option_id": "dismiss"})
+    assert (answer["item"]["status"], answer["item"]["resolution"], answer["result"]) == ("resolved", "dismissed", None)
+    assert daemon.daemon_status()["status"]["inbox"] == {"total": 0, "by_kind": {}, "by_session": {}}
