@@ -323,6 +323,17 @@ ATTENTION_OPERATIONS = (
                "permission_request_not_found", "session_not_found", "workspace_not_found", "session_daemon_managed"),
               body=v.ANSWER_FIELDS, cli=Cli("inbox answer", ("item_id", "option_id"))),
 )
-OPERATIONS += ATTENTION_OPERATIONS
+USAGE_OPERATIONS = (
+    Operation("GET", "/api/usage", "usage.summary", "usage_summary",
+              "The usage ledger summed: tokens by kind, cost per currency, turns (archived ones counted and marked) "
+              "and time, grouped by session, workspace, agent, provider, model or day over [since, until)",
+              (Success(200, "UsageSummaryAnswer"),), ("invalid_request", "workspace_not_found"), query=v.USAGE_QUERY,
+              cli=Cli("usage", flags=(("group_by", "--by"), *_flags("since", "until", "workspace", "agent")))),
+    Operation("GET", S + "/usage", "session.usage", "session_usage",
+              "A session's turns in the usage ledger and their sums; lineage=true adds the sessions it was "
+              "continued or forked from", (Success(200, "SessionUsageAnswer"),), SESSION,
+              query=v.SESSION_USAGE_QUERY, cli=_session_cli("session usage", flags=_flags("lineage"))),
+)
+OPERATIONS += ATTENTION_OPERATIONS + USAGE_OPERATIONS
 OPS = {operation.name: operation for operation in OPERATIONS}
 TOOLS = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}

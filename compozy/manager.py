@@ -42,6 +42,7 @@ from compozy.session.turns.identity import Identities
 from compozy.session.turns.inspection import agent_evidence
 from compozy.session.turns import titles
 from compozy.session.turns.tool_calls import ToolCalls
+from compozy.session.turns.usage_views import UsageViews
 from compozy.session.turns.choices import outcome
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
@@ -54,7 +55,7 @@ DEFAULT_LIST_LIMIT = 100
 ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews):
+class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""

@@ -326,7 +326,11 @@ ATTENTION_KINDS = ("permission", "supervision_stale", "supervision_unknown", "ru
 ATTENTION_QUERY = {"kind": text(choices=ATTENTION_KINDS), "workspace": text(pattern=NOT_EMPTY, rule="must be a "
                    "workspace name or ID"), "session_id": identifier("sess"), "status": text(choices=("open", "resolved")),
                    "limit": integer(minimum=1, maximum=1000)}
-ATTENTION_STREAM_QUERY = {}
+USAGE_GROUPS = ("session", "workspace", "agent", "provider", "model", "day")
+USAGE_QUERY = {"group_by": text(choices=USAGE_GROUPS), "since": text(max_length=40, pattern=NOT_EMPTY, rule="must not "
+               "be empty"), "until": text(max_length=40, pattern=NOT_EMPTY, rule="must not be empty"),
+               "workspace": text(pattern=NOT_EMPTY, rule="must be a workspace name or ID"), "agent": text(max_length=64)}
+SESSION_USAGE_QUERY = {"lineage": boolean()}
 ANSWER_FIELDS = {"option_id": text(required=True, max_length=1000, pattern=NOT_EMPTY, rule="must not be empty")}
 PREVIEW_QUERY = {"message_id": token()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}

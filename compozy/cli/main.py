@@ -103,7 +103,7 @@ def use_profile(name):
 
 def main(argv=None):
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             inbox, lifecycle, mcp, page, prompting, session, workspace)
+                             inbox, lifecycle, mcp, page, prompting, session, usage, workspace)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

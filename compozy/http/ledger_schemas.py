@@ -16,7 +16,25 @@ ITEM = obj(["id", "kind", "session_id", "workspace_id", "created_at", "summary",
            resolved_at=nullable(TIMESTAMP), resolution=nullable(STRING), changed=INTEGER)
 OPEN = obj(["total", "by_kind", "by_session"], total=INTEGER, by_kind=COUNTS, by_session=COUNTS)
 
+TOKENS = obj(["input", "output", "thought", "cached_read", "cached_write", "total"], input=INTEGER, output=INTEGER,
+             thought=INTEGER, cached_read=INTEGER, cached_write=INTEGER, total=INTEGER)
+COST = obj(["amount", "currency"], amount=NUMBER, currency=STRING)
+SUMS = obj(["turns", "archived_turns", "duration_ms", "tokens", "cost"], turns=INTEGER, archived_turns=INTEGER,
+           duration_ms=INTEGER, tokens=TOKENS, cost=array(COST), key=STRING)
+TURN = obj(["turn_id", "session_id", "agent", "tokens", "cost", "context", "duration_ms", "ended_at", "archived"],
+           turn_id=STRING, session_id=STRING, agent=STRING, provider=nullable(STRING), model=nullable(STRING),
+           end=nullable(STRING), tokens=TOKENS, cost=nullable(COST),
+           context=nullable(obj(["used", "size"], used=INTEGER, size=INTEGER)), duration_ms=nullable(INTEGER),
+           started_at=nullable(TIMESTAMP), ended_at=TIMESTAMP, archived=BOOLEAN, budget_override=nullable(OBJECT))
+
 LEDGER_SCHEMAS = {
+    "UsageSums": SUMS,
+    "UsageSummaryAnswer": obj(["usage"], usage=obj(["group_by", "since", "until", "groups", "total"],
+                                                   group_by=nullable(enum(v.USAGE_GROUPS)), since=nullable(TIMESTAMP),
+                                                   until=nullable(TIMESTAMP),
+                                                   groups=nullable(array(ref("UsageSums"))), total=ref("UsageSums"))),
+    "SessionUsageAnswer": obj(["usage"], usage=obj(["session_id", "sessions", "turns", "total"], session_id=STRING,
+                                                   sessions=array(STRING), turns=array(TURN), total=ref("UsageSums"))),
     "AttentionAction": ACTION,
     "AttentionItem": ITEM,
     "AttentionOpen": OPEN,

@@ -15,6 +15,7 @@ from compozy.errors import CompozyError
 from compozy.store.attention import AttentionItems
 from compozy.store.db import Guarded, open_sqlite
 from compozy.store.derivations import Derived
+from compozy.store.ledger import Ledger
 from compozy.store.rows import marks, select_rows, update_row
 from compozy.store.sessionindex import upsert
 
@@ -136,6 +137,7 @@ class Catalog:
                     db.execute_sql(f"ALTER TABLE sessions ADD COLUMN {column} {kind}")
         self.derived = Derived(self.guard)
         self.attention = AttentionItems(self.guard)
+        self.ledger = Ledger(self.guard)
 
     def close(self):
         self.guard.close()

@@ -7,7 +7,7 @@ from compozy.cli.main import cli
 
 def cli_commands():
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             inbox, lifecycle, page, prompting, session, workspace)
+                             inbox, lifecycle, page, prompting, session, usage, workspace)
     return dict(_walk(cli, ""))
 
 

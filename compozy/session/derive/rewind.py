@@ -99,7 +99,7 @@ class Rewinder:
                   "note": SIDE_EFFECTS}
         self.receipts.add_rewind(session.id, key, print_, RewindState.PENDING.value, result)
         self.binder.retire(session)  # the agent's context holds what is cut: the next prompt starts a fresh one
-        apply(session.log, session.record, result)
+        apply(session.log, session.record, result, self.services.catalog.ledger)
         session.feed.forget()  # a viewer starting now reads only what stays active
         session.save(fences=session.record.fences, runtime=session.record.runtime)
         move(self.receipts, session.id, key, RewindState.PENDING, RewindState.COMPLETED)
@@ -108,9 +108,12 @@ class Rewinder:
         return {**result, "replayed": False}
 
 
-def apply(events, record, result):
-    """The cut itself, idempotent: archive the suffix, move the fences, drop the ACP session."""
-    events.archive(result["archived_from_sequence"], result["archived_through_sequence"])
+def apply(events, record, result, ledger):
+    """The cut itself, idempotent: archive the suffix (its turns marked archived in the usage ledger, where they
+    still count), move the fences, drop the ACP session."""
+    first, last = result["archived_from_sequence"], result["archived_through_sequence"]
+    events.archive(first, last)
+    ledger.mark_archived(record.id, events.turn_ids_between(first, last))
     fences = record.fences or {}
     if fences.get("epoch", 0) < result["transcript_epoch"]:
         record.fences = {**fences, "epoch": result["transcript_epoch"], "generation": result["generation"]}
@@ -129,7 +132,7 @@ def finish_interrupted(store):
     for receipt in receipts.rewinds_in_state(RewindState.PENDING.value):
         record = store.get(receipt["session_id"])
         if record is not None:
-            apply(store.events(record), record, receipt["result"])
+            apply(store.events(record), record, receipt["result"], store.catalog.ledger)
             store.save(record)
         move(receipts, receipt["session_id"], receipt["idempotency_key"], RewindState.PENDING,
              RewindState.COMPLETED, repair=True)

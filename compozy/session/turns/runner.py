@@ -12,12 +12,14 @@ import threading
 
 from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
 from compozy.acp.evidence import agent_error, reason_of
+from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.redact import redact
 from compozy.session.lifecycle.crash import refusal_failure
 from compozy.session.lifecycle import safety
 from compozy.session.lifecycle.recovery import Resume
 from compozy.session.records.replay import replay_prompt
+from compozy.session.turns.ledger import ledger_row
 from compozy.session.turns.usage import cost_before, turn_usage
 from compozy.states import FailureKind, MarkerKind, RuntimeStatus, SessionState, TurnPhase
 
@@ -262,6 +264,12 @@ class Runner:
                 log.warning("session %s: steering into turn %s failed: %r", session.id, turn.id, exc)
                 self.queue.steer_failed(session, turn, steer, str(exc))
 
+    def _account(self, session, turn, kind, usage):
+        """The turn's row in the usage ledger; then the budgets it counts against are checked."""
+        duration_ms = round((self.services.clock.monotonic() - turn.started_at) * 1000)
+        row = ledger_row(session.record, turn, kind, usage, iso_from_epoch(self.services.clock.wall()), duration_ms)
+        self.services.catalog.ledger.record(row)
+
     def _finish(self, session, turn, kind, content, answered_usage=None):
         """The turn's one terminal event; pending requests of the turn are answered cancelled. The usage the
         agent reported for the turn is kept with it.
@@ -278,6 +286,8 @@ class Runner:
         usage = turn_usage(answered_usage, turn.last_usage, turn.cost_before)
         if usage is not None:
             session.log.record_usage(turn.id, usage)
+        if turn.opened or usage is not None:
+            self._account(session, turn, kind, usage)
         with session.lock:
             session.append_event(kind, content, turn.id)
             self._advance(session, turn)
