@@ -199,10 +199,11 @@ OPERATIONS = (
               "Send a prompt; JSON admission, or with Accept: text/event-stream the admission then the turn's events",
               PROMPT_ANSWERS, (*SESSION, *ADMISSION, *IDENTITY, "message_conflict", "session_archived",
                                "session_stop_in_progress", "session_not_active", "active_turn_mismatch",
-                               "queue_full", "session_expired", *BINDING),
+                               "queue_full", "session_expired", "budget_exceeded", *BINDING),
               body=v.PROMPT_FIELDS, stream="on request", rules=(v.IDENTITY_TOGETHER,),
               cli=_session_cli("session prompt", "message",
-                               flags=_flags("mode", "expected_turn_id", "message_id", "idempotency_key")),
+                               flags=_flags("mode", "expected_turn_id", "message_id", "idempotency_key",
+                                            "override_budget")),
               tool=Tool("compozy__session_prompt", "Prompt another session of your workspace; with wait, the "
                         "result holds the answer's text and how the turn ended", ("message", "mode", "idempotency_key"),
                         v.TOOL_PROMPT_FIELDS)),

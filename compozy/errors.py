@@ -66,6 +66,7 @@ ERRORS = {
     "permission_option_not_offered": ErrorKind(409, "option_id names none of the options the agent offered"),
     "session_expired": ErrorKind(409, "a governed child's TTL has passed; it does not run again"),
     "session_tree_limit_reached": ErrorKind(409, "the root's tree already holds 20 sessions created below it"),
+    "budget_exceeded": ErrorKind(409, "a budget of this session is spent for its period; override_budget goes past it"),
     "attention_item_resolved": ErrorKind(409, "the attention item is already resolved (its resolution is in details)"),
     "attention_action_not_offered": ErrorKind(409, "option_id names none of the attention item's actions"),
     # 413

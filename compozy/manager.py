@@ -130,7 +130,8 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews
             attention.append(entry)
         return {"status": {"version": __version__, "accepting": self.services.accepting,
                            "sessions": self.catalog.state_counts(), "live": len(self.live),
-                           "attention": attention, "inbox": self.catalog.attention.open_summary()}}
+                           "attention": attention, "inbox": self.catalog.attention.open_summary(),
+                           "notifier_runs": self.catalog.attention.recent_runs(10)}}
 
     # -- workspaces ---------------------------------------------------------------------
 

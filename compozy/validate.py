@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from compozy.errors import invalid
 from compozy.ids import CLIENT_TOKEN_PATTERN, CLIENT_TOKEN_RULE, id_pattern
-from compozy.states import CREATE_LINEAGE_KINDS, BusyMode, PermissionDecision, SessionState, SessionType
+from compozy.states import ATTENTION_KINDS, CREATE_LINEAGE_KINDS, BusyMode, PermissionDecision, SessionState, SessionType
 from compozy.text import UNSAFE_CHARACTERS
 
 # Patterns are regular expressions that Python and JSON Schema (ECMAScript) read alike: the check
@@ -274,7 +274,7 @@ CREATE_FIELDS = {
 }
 PROMPT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token(),
                  "runtime": mapping(fields=RUNTIME_FIELDS), "mode": text(choices=tuple(BusyMode)),
-                 "expected_turn_id": identifier("turn")}
+                 "expected_turn_id": identifier("turn"), "override_budget": boolean()}
 CANCEL_FIELDS = {}
 EDIT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token()}
 STEER_FIELDS = {"expected_turn_id": identifier("turn", required=True), "message": message(), "message_id": token(),
@@ -321,8 +321,6 @@ HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit
                  "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
 ARCHIVE_QUERY = {"stop": boolean()}
-ATTENTION_KINDS = ("permission", "supervision_stale", "supervision_unknown", "runtime_stuck", "stop_unverified",
-                   "agent_failure", "recovery_exhausted", "provider_auth_failure", "budget_warning")
 ATTENTION_QUERY = {"kind": text(choices=ATTENTION_KINDS), "workspace": text(pattern=NOT_EMPTY, rule="must be a "
                    "workspace name or ID"), "session_id": identifier("sess"), "status": text(choices=("open", "resolved")),
                    "limit": integer(minimum=1, maximum=1000)}

@@ -342,6 +342,9 @@ def _status_text(document):
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(inbox["by_kind"].items()))
         lines.append(f"inbox: {inbox['total']} open ({kinds}); `compozy inbox` lists them")
         lines += [f"  {sid}  {n} open" for sid, n in sorted(inbox["by_session"].items())]
+    for run in status.get("notifier_runs") or []:
+        outcome = run.get("skipped") or ("timed out" if run.get("timed_out") else f"exit {run.get('exit_code')}")
+        lines.append(f"notifier  {run['started_at'][:19]}  {run['item_id']}  {run['kind']}: {outcome}")
     for session in status["attention"]:
         failure, stuck = session.get("failure") or {}, session.get("stuck")
         detail = _stuck_text(stuck) if stuck else failure.get("summary") or session.get("stop_detail") or ""

@@ -106,7 +106,7 @@ QUEUE_ENTRY = obj(["id", "session_id", "status", "mode", "message", "message_id"
                    "runtime", "position", "created_at", "updated_at"],
                   id=STRING, session_id=STRING, status=enum(QueueStatus), mode=nullable(enum(BusyMode)), message=STRING,
                   message_id=STRING, idempotency_key=STRING, turn_id=STRING, runtime=OBJECT, position=INTEGER,
-                  created_at=TIMESTAMP, updated_at=TIMESTAMP)
+                  created_at=TIMESTAMP, updated_at=TIMESTAMP, waiting=OBJECT)
 PROMPT_ADMISSION = obj(["disposition", "turn_id", "message_id", "idempotency_key", "replayed"],
                        disposition=enum(Disposition), turn_id=STRING, message_id=STRING, idempotency_key=STRING,
                        entry_id=STRING, steer_delivery=enum(SteerDelivery), interrupted_turn_id=STRING,
@@ -215,7 +215,8 @@ SCHEMAS = {
         attention=array(obj(["id", "state", "workspace_id"], id=STRING, name=nullable(STRING),
                             state=enum(SessionState), workspace_id=STRING, stop_reason=nullable(STRING),
                             stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING),
-                            stuck=nullable(STUCK))), inbox=ref("AttentionOpen"))),
+                            stuck=nullable(STUCK))), inbox=ref("AttentionOpen"),
+        notifier_runs=array(ref("NotifierRun")))),
     "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(

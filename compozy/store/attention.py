@@ -20,7 +20,10 @@ DDL = (
     "CREATE UNIQUE INDEX IF NOT EXISTS attention_open_cause ON attention_items (cause) WHERE status = 'open'",
     "CREATE INDEX IF NOT EXISTS attention_open ON attention_items (status, session_id)",
     "CREATE INDEX IF NOT EXISTS attention_changed ON attention_items (changed)",
+    "CREATE TABLE IF NOT EXISTS notify_runs (id TEXT PRIMARY KEY, item_id TEXT, started_at TEXT NOT NULL, "
+    "document TEXT NOT NULL)",
 )
+RUNS_KEPT = 500  # notifier runs kept in the catalog, newest
 COLUMNS = ("id", "kind", "session_id", "workspace_id", "created_at", "summary", "document", "status",
            "resolved_at", "resolution", "changed", "cause")
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM attention_items"
@@ -133,6 +136,20 @@ class AttentionItems:
         with self.guard.read() as db:
             rows = db.execute_sql(f"{SELECT} WHERE changed > ? ORDER BY changed LIMIT ?", (change, limit)).fetchall()
         return [item_of(row) for row in rows]
+
+    def record_run(self, run):
+        """Keep one notifier run ({"id", "item_id", "started_at", ...}); the oldest beyond RUNS_KEPT go."""
+        with self.guard.write() as db:
+            db.execute_sql("INSERT INTO notify_runs (id, item_id, started_at, document) VALUES (?, ?, ?, ?)",
+                           (run["id"], run["item_id"], run["started_at"], json.dumps(run, separators=(",", ":"))))
+            db.execute_sql("DELETE FROM notify_runs WHERE rowid <= (SELECT MAX(rowid) FROM notify_runs) - ?",
+                           (RUNS_KEPT,))
+
+    def recent_runs(self, limit=20):
+        """The newest notifier runs, newest first."""
+        with self.guard.read() as db:
+            rows = db.execute_sql("SELECT document FROM notify_runs ORDER BY rowid DESC LIMIT ?", (limit,)).fetchall()
+        return [json.loads(row[0]) for row in rows]
 
     def pending_requests(self):
         """The IDs of the permission requests still pending (compozy.store.catalog's interactions)."""

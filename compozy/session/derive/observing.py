@@ -7,6 +7,7 @@ Layer 4, in derive: the highest session sub-package, so it may wire concerns fro
 from compozy.session.lifecycle.children import Children
 from compozy.session.lifecycle.hooks import Hooks
 from compozy.session.lifecycle.inbox import Inbox
+from compozy.session.lifecycle.notify import Notifiers
 from compozy.session.turns.messaging import Messaging
 from compozy.session.turns.titles import Titles
 
@@ -19,6 +20,8 @@ def observe(manager):
     services.work_signals.append(messaging.signals)
     services.waits.append(messaging.waits)
     services.inbox = observers.add(Inbox(services))
-    return {"hooks": observers.add(Hooks(services)), "messaging": messaging,
+    hooks = observers.add(Hooks(services))
+    services.inbox.listeners.append(Notifiers(services, hooks).opened)
+    return {"hooks": hooks, "messaging": messaging,
             "titles": observers.add(Titles(services, manager._session)),
             "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces))}

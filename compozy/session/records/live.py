@@ -52,6 +52,7 @@ class Services:
     waits: list = field(default_factory=list)  # callables: session -> more of what it waits on (records.waiting)
     accepting: bool = True
     inbox: object = None  # the attention inbox (compozy.session.lifecycle.inbox), built with the observers
+    sweeps: list = field(default_factory=list)  # callables: monotonic now -> None, on every supervision sweep
 
 
 class LiveSession:

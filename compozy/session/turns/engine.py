@@ -8,17 +8,31 @@ agent lost mid-turn. Each part refers only to the parts below it: queue <- runne
 from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.session.turns.admission import Admission
+from compozy.session.turns.budgets import Budgets
 from compozy.session.turns.queue import InputQueue
 from compozy.session.lifecycle.recovery import Recovery
 from compozy.session.turns.runner import Runner
-from compozy.states import MarkerKind
+from compozy.states import MarkerKind, SessionState
 
 
 class TurnEngine:
     def __init__(self, services, binder, requests):
         self.queue = InputQueue(services)
-        self.runner = Runner(services, binder, requests, self.queue, Recovery(services, binder))
-        self.admission = Admission(services, self.queue, self.runner)
+        self.budgets = Budgets(services)
+        self.runner = Runner(services, binder, requests, self.queue, Recovery(services, binder), self.budgets)
+        self.admission = Admission(services, self.queue, self.runner, self.budgets)
+        self.queue.held = self.budgets.holds
+        self.queue.waiting = self.budgets.waiting_for
+        self.budgets.restart = self._restart
+        services.sweeps.append(self.budgets.sweep)
+
+    def _restart(self, session):
+        """Queued input held back (a spent budget) may run now: the next entry becomes the current turn."""
+        with session.lock:
+            if session.turn is None and session.stop_operation is None and session.state == SessionState.ACTIVE:
+                turn = self.queue.next_turn(session)
+                if turn is not None:
+                    self.runner.start(session, turn)
 
     def prompt(self, session, body):
         """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""

@@ -7,6 +7,7 @@ When the agent dies mid-turn, recovery rebinds and the runner re-sends the promp
 gives up, the runner ends the turn and the session stops.
 """
 
+import json
 import logging
 import threading
 
@@ -37,9 +38,9 @@ PARKED_WORKER_SECONDS = 30.0
 class Runner:
     """Runs the current turn, then queued input, until there is nothing left to run."""
 
-    def __init__(self, services, binder, requests, queue, recovery):
+    def __init__(self, services, binder, requests, queue, recovery, budgets):
         self.services, self.binder, self.requests = services, binder, requests
-        self.queue, self.recovery = queue, recovery
+        self.queue, self.recovery, self.budgets = queue, recovery, budgets
 
     def start(self, session, turn):
         """Call with session.lock held: turn becomes current and a worker thread runs it."""
@@ -134,9 +135,10 @@ class Runner:
                 self._advance(session, turn)
             return
         runtime = session.runtime
+        overridden = {"budget_override": json.loads(turn.budget_override)} if turn.budget_override else {}
         session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id,
-                                              "prompt_runtime": turn.snapshot, "effective_runtime": runtime.effective},
-                             turn.id)
+                                              "prompt_runtime": turn.snapshot, "effective_runtime": runtime.effective,
+                                              **overridden}, turn.id)
         turn.opened = True
         self._started(session, turn)
         turn.bound.set()
@@ -269,6 +271,7 @@ class Runner:
         duration_ms = round((self.services.clock.monotonic() - turn.started_at) * 1000)
         row = ledger_row(session.record, turn, kind, usage, iso_from_epoch(self.services.clock.wall()), duration_ms)
         self.services.catalog.ledger.record(row)
+        self.budgets.turn_ended(session.record)
 
     def _finish(self, session, turn, kind, content, answered_usage=None):
         """The turn's one terminal event; pending requests of the turn are answered cancelled. The usage the
