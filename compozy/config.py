@@ -34,6 +34,7 @@ SETTINGS = (
             "token: every TCP request carries the daemon's secret (<home>/auth_token) or the page's login cookie; "
             "none: no authentication, allowed only on loopback and logged at every start (read at start)",
             choices=("token", "none")),
+    Setting("daemon.http", "127.0.0.1:2123", "str", "loopback HOST:PORT to serve HTTP on (read at start; --http wins)"),
     Setting("daemon.max_streams", 512, "int",
             "event streams open at once; one more is refused with stream_limit_reached (503, Retry-After)",
             minimum=1),
@@ -186,9 +187,8 @@ def builtin_agents():
 
 
 def load(path):
-    """Read config.toml at path (missing file = defaults) and validate every key. The file is opened
-    without following a link and must be a regular file of ours that nobody else may write: it names
-    the commands the daemon runs."""
+    """Read config.toml at path (missing file = defaults) and validate every key. The file (it names the
+    commands the daemon runs) is opened without following a link and must be ours, writable by nobody else."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:

@@ -24,6 +24,8 @@ ERRORS = {
     "origin_not_allowed": ErrorKind(403, "the Origin header is not the daemon's own origin"),
     "session_is_caller": ErrorKind(403, "a native tool may not aim this at the calling session itself"),
     "tool_call_rejected": ErrorKind(403, "the permission mode or a person rejected the native tool call"),
+    "setting_not_editable": ErrorKind(403, "the page and `compozy config set` change only the settings GET "
+                                           "/api/settings lists; edit config.toml by hand for the rest"),
     "spawn_depth_exceeded": ErrorKind(403, "a governed session creates no sessions, and agents create them at "
                                            "most 3 levels below their root"),
     # 404
@@ -46,6 +48,7 @@ ERRORS = {
     "session_archived": ErrorKind(409, "the session is archived"),
     "session_not_stopped": ErrorKind(409, "the operation needs a stopped session"),
     "session_not_active": ErrorKind(409, "the operation needs an active session"),
+    "session_not_attachable": ErrorKind(409, "attach needs a live session: this one is stopping or stopped"),
     "session_archive_stop_failed": ErrorKind(409, "the stop before archiving failed; the session stays unarchived"),
     "prompt_not_in_progress": ErrorKind(409, "no prompt turn is running"),
     "active_turn_mismatch": ErrorKind(409, "expected_turn_id does not name the current turn"),
@@ -60,6 +63,8 @@ ERRORS = {
     "session_turn_in_progress": ErrorKind(409, "a turn is running, input is queued or an approval is pending"),
     "session_not_derivable": ErrorKind(409, "only user sessions can be rewound, continued or forked"),
     "session_daemon_managed": ErrorKind(409, "the daemon manages this session; users do not stop or remove it"),
+    "config_not_editable": ErrorKind(409, "config.toml cannot be changed safely now (it has problems, is not "
+                                          "yours alone, or sets the key in a form the edit does not change)"),
     "page_unavailable": ErrorKind(409, "the daemon serves no HTTP address (--no-http): there is no page to open"),
     "spawn_limit_reached": ErrorKind(409, "the parent already has 5 live spawned children"),
     "permission_option_unavailable": ErrorKind(409, "the agent offered no option of that decision's kind"),

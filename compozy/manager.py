@@ -17,6 +17,7 @@ from compozy.ids import is_valid_id, validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
+from compozy.session.derive.clear import Clearer
 from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle import requests as lifecycle
@@ -34,6 +35,7 @@ from compozy.session.records.live import LiveSession, Services
 from compozy.session.records.reading import SessionReads
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
+from compozy.session.records.settings import SettingsViews
 from compozy.session.records.store import SessionStore
 from compozy.session.records.workspaces import Workspaces
 from compozy.session.turns.binding import Binder
@@ -52,16 +54,15 @@ from compozy.store.eventlog import EventLogPool
 log = logging.getLogger("compozy.manager")
 
 DEFAULT_LIST_LIMIT = 100
-ATTENTION_LIMIT = 100
 
 
-class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews):
+class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxViews, UsageViews):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
         self.home = home.ensure()
         self.catalog = Catalog(home.catalog_file)
-        self.store = SessionStore(home, self.catalog, EventLogPool(home))
+        self.store = SessionStore(home, self.catalog, EventLogPool(home), agent_defaults=self._agent_defaults)
         self.workspaces = Workspaces(self.catalog, home.root)
         self.live = {}
         self._live_lock = threading.Lock()
@@ -74,6 +75,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews
         self.supervisor = Supervisor(self.services, self.engine, self.stopper, self.binder, self.requests,
                                      self.services.live_sessions)
         self.rewinder = Rewinder(self.services, self.binder)
+        self.clearer = Clearer(self.rewinder)
         self.deriver = Deriver(self.services, self.engine, self._session)
         self.observers = observing.observe(self)
 
@@ -83,7 +85,7 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews
         """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
         repair.kill_orphans(self.home, self.services.processes)
-        repair.classify_stale(self.store)
+        repair.classify_stale(self.store, self.services.processes)
         repair.settle_control_rows(self.store)
         rewind.finish_interrupted(self.store)
         derivation.settle_interrupted(self.store)
@@ -116,22 +118,6 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews
     def health(self):
         """Liveness and version."""
         return {"status": "ok", "version": __version__}
-
-    def daemon_status(self):
-        """The daemon at a glance: version, session counts by state, sessions that need attention."""
-        attention = []
-        for session_id in self.catalog.attention_ids(ATTENTION_LIMIT):
-            record = self._record(session_id)
-            entry = {k: getattr(record, k) for k in ("id", "name", "state", "workspace_id", "stop_reason",
-                                                     "stop_detail", "failure", "attention")}
-            live = self.live.get(session_id)
-            if live is not None and live.sources is not None and live.sources.stuck:
-                entry["stuck"] = live.sources.stuck  # how long its runtime has been transitional
-            attention.append(entry)
-        return {"status": {"version": __version__, "accepting": self.services.accepting,
-                           "sessions": self.catalog.state_counts(), "live": len(self.live),
-                           "attention": attention, "inbox": self.catalog.attention.open_summary(),
-                           "notifier_runs": self.catalog.attention.recent_runs(10)}}
 
     # -- workspaces ---------------------------------------------------------------------
 
@@ -331,6 +317,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews
         result = self.rewinder.rewind(session, body)
         return {"session": self._resource(session.record, precise=True), "rewind": result}
 
+    def clear_conversation(self, session_id, workspace, body):
+        """Archive the whole active transcript and discard a carried context: the next prompt starts fresh."""
+        session = self._session(session_id, workspace)
+        result = self.clearer.clear(session, body)
+        return {"session": self._resource(session.record, precise=True), "clear": result}
+
     def continue_session(self, session_id, workspace, body, creator=None):
         """A new session carrying this one's conversation to another agent; the source is untouched.
         creator: the record of the agent's session that asks (the native tool), held to the agents' limits."""
@@ -371,12 +363,14 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews
     def _list_row_text(self, session_id, text, rendered):
         live = self.live.get(session_id)
         if live is not None:
-            return serialize.encode(serialize.session_resource(live.record, live.overlay(),
-                                                               live.log.max_active_sequence()))
-        if rendered:
+            return serialize.encode(serialize.session_resource(live.record, live.overlay(), live.log.max_active_sequence(),
+                                                               self._agent_defaults(live.record.agent_name)))
+        if rendered and '"display":' in text:
             return text
-        record = SessionRecord.from_dict(json.loads(text))  # a row indexed before rendered reads were stored
-        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0)))
+        # A row indexed before rendered reads were stored, or rendered before rows showed runtime.display.
+        record = self.store.get(session_id) if rendered else SessionRecord.from_dict(json.loads(text))
+        return serialize.encode(serialize.session_resource(record, None, (record.fences or {}).get("max_sequence", 0),
+                                                           self._agent_defaults(record.agent_name)))
 
     def _resource(self, record, precise=False):
         live = self.live.get(record.id)
@@ -384,7 +378,12 @@ class SessionManager(AgentViews, SessionReads, ToolCalls, InboxViews, UsageViews
             max_sequence = (live.log if live else self.store.events(record)).max_active_sequence()
         else:
             max_sequence = (record.fences or {}).get("max_sequence", 0)
-        return serialize.session_resource(record, live.overlay() if live else None, max_sequence)
+        return serialize.session_resource(record, live.overlay() if live else None, max_sequence,
+                                          self._agent_defaults(record.agent_name))
+
+    def _agent_defaults(self, agent_name):
+        agent = self.services.config.agents.get(agent_name)
+        return agent.defaults() if agent is not None else None
 
     def _catalog_changed(self, change, record):
         catalog_changed(self.services.catalog_feed, change, record)

@@ -300,6 +300,8 @@ class ProcessTable:
     related = staticmethod(find_related)
     marked = staticmethod(find_marked)
     alive = staticmethod(is_alive)
+    identify = staticmethod(identify)
+    boot = staticmethod(boot_id)
     signal = staticmethod(send_signal)
     signal_group = staticmethod(signal_group)
     own_group = staticmethod(os.getpgrp)

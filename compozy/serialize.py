@@ -8,8 +8,9 @@ from compozy.text import compact_json
 OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "derivation", "spawn", "auto_title")
 
 
-def session_resource(record, overlay=None, max_sequence=0):
-    """The session read of a SessionRecord: every field interface.md fixes, plus the live overlay when bound."""
+def session_resource(record, overlay=None, max_sequence=0, agent_defaults=None):
+    """The session read of a SessionRecord: every field interface.md fixes, plus the live overlay when bound.
+    agent_defaults: the owning agent's configured runtime, for runtime.display when nothing else is known."""
     overlay = overlay or {}
     resource = {
         "id": record.id, "name": record.name, "type": record.type,
@@ -18,7 +19,7 @@ def session_resource(record, overlay=None, max_sequence=0):
         "created_at": record.created_at, "updated_at": record.updated_at,
         "archived": bool(record.archived),
         "fences": {**(record.fences or {"epoch": 0, "generation": 0}), "max_sequence": max_sequence},
-        "runtime": _runtime(record.runtime, overlay.get("runtime")),
+        "runtime": _runtime(record.runtime, overlay.get("runtime"), agent_defaults),
         "lineage": _lineage(record.lineage or {}),
         "activity": overlay.get("activity") or record.activity or {"last_activity_at": None},
         "health": overlay.get("health") or health(record),
@@ -40,7 +41,26 @@ def idle_supervision():
     return {"work_signals": [], "sources": {}, "quiet_warning": None}
 
 
-def _runtime(stored, live):
+DISPLAY_FIELDS = ("provider", "model", "reasoning_effort", "speed")
+
+
+def runtime_display(runtime, agent_defaults=None):
+    """What a session-list row shows as the runtime (the seed): effective, else last_known, else the
+    selection over the agent's configured defaults; `source` says which."""
+    for source in ("effective", "last_known"):
+        chosen = _named(runtime.get(source))
+        if chosen.get("provider") or chosen.get("model"):
+            return {**chosen, "source": source}
+    selected = _named(runtime.get("selected"))
+    shown = {**_named(agent_defaults), **selected}
+    return {**shown, "source": "selected" if selected else "agent_defaults"}
+
+
+def _named(snapshot):
+    return {name: snapshot[name] for name in DISPLAY_FIELDS if (snapshot or {}).get(name)}
+
+
+def _runtime(stored, live, agent_defaults=None):
     runtime = {
         "status": stored.status, "transition": stored.transition, "generation": stored.generation,
         "selected": stored.selected, "selection_revision": stored.selection_revision,
@@ -54,6 +74,7 @@ def _runtime(stored, live):
         runtime["available_commands"] = stored.commands
     if live:
         runtime.update(live)
+    runtime["display"] = runtime_display(runtime, agent_defaults)
     return runtime
 
 

@@ -67,8 +67,10 @@ TRANSITIONS = {
     (SessionState.STARTING, SessionState.STOPPED),
 }
 # Boot repair: a live state found after an unclean exit is stopped, with the stop reason its
-# evidence supports (the repair module), without passing through stopping.
+# evidence supports (the repair module), without passing through stopping; an active one whose
+# recorded agent cannot be proven gone is left stopping, unverified, for a stop to retry.
 SESSION = Machine("", SessionState, TRANSITIONS, repairs={
+    (SessionState.ACTIVE, SessionState.STOPPING),  # a recorded agent whose exit cannot be proven
     (SessionState.STARTING, SessionState.STOPPED),
     (SessionState.ACTIVE, SessionState.STOPPED),
     (SessionState.STOPPING, SessionState.STOPPED),

@@ -263,6 +263,7 @@ RUNTIME_FIELDS = {name: text(max_length=200) for name in ("provider", "model", "
 WORKSPACE_FIELDS = {"name": text(required=True, pattern=WORKSPACE_NAME_PATTERN, rule=WORKSPACE_NAME_RULE),
                     "path": absolute_path(required=True)}
 RENAME_FIELDS = {"name": label(required=True, max_length=200)}
+SETTING_FIELDS = {"value": text(required=True, max_length=100)}  # checked further as config.toml checks it
 CREATE_FIELDS = {
     "agent_name": text(max_length=64),
     "name": label(max_length=200),
@@ -298,6 +299,8 @@ FORK_FIELDS = {"idempotency_key": token(required=True), "message_id": token(),
 REWIND_FIELDS = {"message_id": token(required=True),
                  "idempotency_key": token(required=True),
                  **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
+CLEAR_FIELDS = {"idempotency_key": token(required=True),
+                **{name: integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER) for name in FENCE_NAMES}}
 REPAIR_FIELDS = {"dry_run": boolean(), "force": boolean()}
 
 # -- native tool arguments beside the operation's own fields (compozy/api.py, Tool) ---------------
@@ -338,4 +341,7 @@ CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, 
 WORKSPACE_REFERENCE = f"{id_pattern('ws')}|{WORKSPACE_NAME_PATTERN}"  # a workspace by ID or name
 PATH_FIELDS = {"session_id": identifier("sess", required=True), "entry": identifier("queue", required=True),
                "workspace": text(required=True, pattern=WORKSPACE_REFERENCE, rule="must be a workspace name or ID"),
-               "agent_name": text(required=True, max_length=64), "item_id": identifier("attn", required=True)}
+               "agent_name": text(required=True, max_length=64),
+               "item_id": identifier("attn", required=True),
+               "setting": text(required=True, max_length=200, rule="a setting's dotted name; any other is "
+                                                                   "setting_not_editable")}

@@ -24,7 +24,7 @@ from tests.harness.daemon import DaemonProcess
 NOBODY = 65534
 SESSION_ID = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 PARAMETERS = {"workspace": "ws_01ARZ3NDEKTSV4RRFFQ69G5FAV", "session_id": SESSION_ID, "entry": "queue_x",
-              "agent_name": "general"}
+              "agent_name": "general", "setting": "session.supervision.idle_release_after"}
 ROUTES = sorted((method.upper(), path) for path, item in openapi(__version__)["paths"].items()
                 for method in item if path != "/api/health")
 
@@ -59,10 +59,10 @@ def test_every_route_without_the_secret_is_unauthorized_over_tcp(served, method,
 
 
 def test_pages_assets_and_unknown_paths_are_unauthorized_too_and_health_stays_open(served):
-    for path in ("/", f"/sessions/{SESSION_ID}", "/assets/app.js", "/api/nothing-here", "/mcp"):
+    for path in ("/", f"/sessions/{SESSION_ID}", "/settings", "/assets/app.js", "/api/nothing-here", "/mcp"):
         status, headers, body = send(served, "GET", path)
         assert status == 401, path
-        if path in ("/", f"/sessions/{SESSION_ID}"):  # a person reads this one: it says how to log in
+        if path in ("/", f"/sessions/{SESSION_ID}", "/settings"):  # a person reads this one: it says how to log in
             assert headers["content-type"].startswith("text/html") and b"compozy open" in body
     status, _, body = send(served, "GET", "/api/health")
     assert status == 200 and json.loads(body) == {"status": "ok", "version": __version__}

@@ -142,3 +142,35 @@ def test_boot_finishes_a_rewind_an_unclean_exit_interrupted(home, workspace, arc
         assert manager.catalog.derived.rewind(session["id"], "r1")["state"] == "completed"
     finally:
         manager.shutdown()
+
+
+def test_boot_finishes_a_clear_an_unclean_exit_interrupted_and_discards_the_carried_context(home, workspace):
+    """A clear is a rewind of everything: its pending receipt is finished at boot the same way, and a
+    continued session's carried context is discarded with it (stored still, never prepended again)."""
+    source = _session(home, workspace)
+    manager = _manager(home)
+    try:
+        manager.prompt(source["id"], source["workspace_id"], {"message": "first"})
+        from tests.harness.api import wait_for
+        wait_for(lambda: manager.events(source["id"], None, {"type": "done"})["events"], what="the turn")
+        child = manager.continue_session(source["id"], source["workspace_id"], {
+            "agent_name": "general", "idempotency_key": "c1"})["session"]
+    finally:
+        manager.shutdown()
+    result = {"archived_from_sequence": 1, "archived_through_sequence": 0, "archived_event_count": 0,
+              "carried_context_discarded": True, "transcript_epoch": 1, "generation": 1, "max_sequence": 0,
+              "idempotency_key": "x1", "note": "n"}
+    catalog = Catalog(home / "compozy.db")
+    try:
+        catalog.derived.add_rewind(child["id"], "x1", "sha256:x", "pending", result)
+    finally:
+        catalog.close()
+    manager = _manager(home)
+    try:
+        read = manager.get_session(child["id"])["session"]
+        assert read["fences"] == {"epoch": 1, "generation": 1, "max_sequence": 0}
+        assert read["derivation"]["carried_context"] == "discarded"
+        assert manager._session(child["id"]).carried() is None
+        assert manager.catalog.derived.rewind(child["id"], "x1")["state"] == "completed"
+    finally:
+        manager.shutdown()

@@ -7,7 +7,7 @@ import signal
 import pexpect
 import pytest
 
-from tests.harness.cli import cli_json, run_cli, spawn_cli
+from tests.harness.cli import cli_json, interrupt, on_terminal, run_cli, spawn_cli
 from tests.test_daemon import wait_for
 
 
@@ -128,11 +128,48 @@ def test_attach_busy_modes_and_slash_commands(daemon, workspace):
     child.sendline("/stop")
     child.expect("stopping the session")
     child.expect(r"\[session stopped")
-    assert detach(child) == 0
+    assert attach_ends(child, sid, "user_canceled, stop requested") == 0
     wait_for(lambda: cli_json(daemon.home, "session", "get", sid)["session"]["state"] == "stopped",
              what="the session to stop")
     ends = [e["content"]["stop_reason"] for e in events_of(daemon.home, sid, "done")]
     assert ends == ["cancelled", "end_turn", "cancelled", "end_turn", "cancelled", "end_turn"]
+
+
+def attach_ends(child, sid, why):
+    """The session stopped while attached: attach says why and how to restart it, then exits."""
+    child.expect(re.escape(f"{sid} stopped ({why}): attach ends; a prompt starts it again"))
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
+@pytest.mark.parametrize("stop", [("stop",), ("archive", "--stop")])
+def test_attach_ends_saying_why_when_the_session_is_stopped_or_archived_from_elsewhere(daemon, workspace, stop):
+    sid = create(daemon.home, workspace)
+    child = attach(daemon.home, sid)
+    child.sendline("[hold g1] working")
+    child.expect("holding g1")
+    assert run_cli(daemon.home, "session", *stop, sid).returncode == 0
+    why = "user_canceled, stop requested" if stop == ("stop",) else "user_canceled, stopped to archive"
+    assert attach_ends(child, sid, why) == 0
+
+
+def test_attach_refuses_a_stopped_and_an_archived_session_with_the_pages_codes(daemon, workspace):
+    sid = create(daemon.home, workspace)
+    assert run_cli(daemon.home, "session", "prompt", sid, "hello").returncode == 0
+    assert run_cli(daemon.home, "session", "stop", sid, "--wait").returncode == 0
+    output, status = on_terminal(daemon.home, "session", "attach", sid)
+    assert status == 1 and f"Error: session_not_attachable: session {sid} is stopped: attach requires a live " \
+                           f"session; a prompt starts it again" in output
+    assert "attached to" not in output
+    assert run_cli(daemon.home, "session", "archive", sid).returncode == 0
+    output, status = on_terminal(daemon.home, "session", "attach", sid)
+    assert status == 1 and f"Error: session_archived: session {sid} is archived: attach requires a live session" \
+        in output
+    # A prompt restarts the unarchived session, and it can be attached again.
+    assert run_cli(daemon.home, "session", "unarchive", sid).returncode == 0
+    assert run_cli(daemon.home, "session", "prompt", sid, "again").returncode == 0
+    assert detach(attach(daemon.home, sid)) == 0
 
 
 def test_attach_resumes_by_sequence_after_the_daemon_restarts(daemon, workspace):
@@ -162,9 +199,7 @@ def test_events_follow_prints_new_events_across_a_restart_until_interrupted(daem
     child.expect(r"\[reconnected", timeout=120)
     assert run_cli(daemon.home, "session", "prompt", sid, "three").returncode == 0
     child.expect(r"user_message\s+three")
-    child.sendintr()
-    child.expect(pexpect.EOF)
-    child.close()
+    interrupt(child)
     assert child.exitstatus == 130 or child.signalstatus == signal.SIGINT
     lines = re.findall(r"user_message\s+(\w+)", child.logfile_read.getvalue())
     assert lines == ["one", "two", "three"]
@@ -175,18 +210,16 @@ def test_events_follow_json_prints_one_record_a_line(daemon, workspace):
     child = spawn_cli(daemon.home, "session", "events", sid, "--follow", "-o", "json")
     assert run_cli(daemon.home, "session", "prompt", sid, "hi").returncode == 0
     child.expect(r'\{"id":"evt_\w+","session_id":"' + sid + r'".*"type":"done"')
-    child.sendintr()
-    child.expect(pexpect.EOF)
+    interrupt(child)
+    assert child.exitstatus == 130 or child.signalstatus == signal.SIGINT
 
 
 def interrupt_a_held_prompt(home, *arguments, says):
     """Ctrl-C `compozy session prompt` while its turn waits at gate g1: the CLI says `says` and exits 130."""
     child = spawn_cli(home, "session", "prompt", *arguments)
     child.expect("holding g1")
-    child.sendintr()
-    child.expect(says)
-    child.expect(pexpect.EOF)
-    child.close()
+    interrupt(child)
+    assert re.search(says, child.before), child.before
     assert child.exitstatus == 130
 
 

@@ -157,3 +157,78 @@ def test_history_all_pages_back_to_the_first_message(daemon, workspace):
     assert every["page"]["has_more"] is False and every["page"]["before_sequence"] == 1
     refused = run_cli(daemon.home, "session", "history", sid, "--all", "--after", "3")
     assert refused.returncode == 2, refused.stderr
+
+
+# -- first contact (issue 28, item 21) ---------------------------------------------------------------
+
+
+def test_new_from_a_folder_holding_the_daemons_home_explains_and_suggests_cwd(daemon):
+    result = run_cli(daemon.home, "session", "new", cwd=daemon.home.parent)
+    assert result.returncode == 1
+    assert f"it contains the compozy home {daemon.home}" in result.stderr
+    assert "the daemon's sessions, logs and secret" in result.stderr
+    assert f"Without --cwd the current directory ({daemon.home.parent}) is the workspace: run this from the " \
+           f"project's folder or pass --cwd PATH" in result.stderr
+
+
+def test_a_chained_command_whose_first_part_failed_never_ends_in_a_generic_404(daemon):
+    result = run_cli(daemon.home, "session", "prompt", "", "hello")  # "$(compozy session new -q)" that failed
+    assert result.returncode == 2
+    assert "SESSION_ID: is empty: if it came from another command" in result.stderr
+    for method, path in (("GET", "/api/nope"), ("POST", "/api/workspaces/w/sessions//prompt"), ("GET", "/nope")):
+        try:
+            daemon.client().call(method, path, body={} if method == "POST" else None)
+        except Exception as exc:  # noqa: BLE001 (CompozyError: the daemon's JSON error body)
+            assert exc.code in ("endpoint_not_found", "method_not_allowed"), exc
+            assert "requested URL" not in exc.message and "/api/openapi.json" in exc.message, exc.message
+            assert ("a part of the path is empty" in exc.message) == ("//" in path)
+        else:
+            raise AssertionError(f"{method} {path} answered")
+
+
+def test_history_shows_the_message_ids_rewind_and_fork_take(daemon, workspace):
+    sid = new_session(daemon.home, workspace)
+    assert run_cli(daemon.home, "session", "prompt", sid, "hello", "--message-id", "msg_01M8Z0AAAAAAAAAAAAAAAAAAAA",
+                   "--idempotency-key", "k1").returncode == 0
+    shown = run_cli(daemon.home, "session", "history", sid).stdout
+    assert "[user msg_01M8Z0AAAAAAAAAAAAAAAAAAAA] hello" in shown
+    assert "[assistant " in shown and "] echo: hello" in shown
+
+
+def test_removing_an_active_session_asks_first(daemon, workspace):
+    sid = new_session(daemon.home, workspace)
+    refused = run_cli(daemon.home, "session", "remove", sid)  # no terminal to ask on
+    assert refused.returncode == 2
+    assert f"session {sid} is active (general): removing stops it and deletes its history for good; pass --yes" \
+        in refused.stderr
+    output, status = on_terminal_answering(daemon.home, "n", "session", "remove", sid)
+    assert status == 1 and "Remove it? [y/N]" in output and "not removed" in output
+    assert cli_json(daemon.home, "session", "get", sid)["session"]["state"] == "active"
+    output, status = on_terminal_answering(daemon.home, "y", "session", "remove", sid)
+    assert status == 0 and f"removed {sid}" in output
+    stopped = new_session(daemon.home, workspace)
+    assert run_cli(daemon.home, "session", "stop", stopped, "--wait").returncode == 0
+    assert run_cli(daemon.home, "session", "remove", stopped).returncode == 0  # stopped: nothing to confirm
+    other = new_session(daemon.home, workspace)
+    assert run_cli(daemon.home, "session", "remove", other, "--yes").returncode == 0
+
+
+def on_terminal_answering(home, answer, *args):
+    from tests.harness.cli import spawn_cli
+    import pexpect
+    child = spawn_cli(home, *args)
+    child.expect(r"\[y/N\]")
+    child.sendline(answer)
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.logfile_read.getvalue().replace("\r\n", "\n"), child.exitstatus
+
+
+def test_list_rows_show_the_runtime_the_page_names(daemon, workspace):
+    """The RUNTIME column: runtime.display (agent defaults here, then what ran), then the runtime's status."""
+    (daemon.home / "config.toml").write_text('[agents.general]\nprovider = "reference"\nmodel = "echo-2"\n')
+    assert run_cli(daemon.home, "daemon", "reload").returncode == 0
+    sid = new_session(daemon.home, workspace)
+    assert "reference echo-2 (unbound)" in run_cli(daemon.home, "session", "list").stdout
+    assert run_cli(daemon.home, "session", "prompt", sid, "hi").returncode == 0
+    assert "reference echo-2 medium normal (ready)" in run_cli(daemon.home, "session", "list").stdout

@@ -244,6 +244,51 @@ def test_allow_remote_without_token_refused(home):
     assert not (home / "daemon.json").exists()
 
 
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_listening_address_comes_from_config_toml_and_the_flag_wins(home):
+    home.mkdir(parents=True, exist_ok=True)
+    configured, flagged = free_port(), free_port()
+    (home / "config.toml").write_text(f'[daemon]\nhttp = "127.0.0.1:{configured}"\n')
+    pid = None
+    try:
+        for flags, port in (((), configured), (("--http", f"127.0.0.1:{flagged}"), flagged)):
+            started = run_cli(home, "daemon", "start", *flags)
+            assert started.returncode == 0, started.stdout + started.stderr
+            info = json.loads((home / "daemon.json").read_text())
+            pid = info["pid"]
+            assert info["http"] == f"http://127.0.0.1:{port}"
+            assert Client(info["http"], timeout=10).call("GET", "/api/health")[1]["status"] == "ok"
+            assert run_cli(home, "daemon", "stop").returncode == 0
+            pid = None
+    finally:
+        if pid is not None:
+            terminate_pid(pid)
+
+
+def test_a_port_in_use_says_which_flag_or_key_changes_it(home):
+    home.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = run_cli(home, "daemon", "run", "--http", f"127.0.0.1:{port}")
+        assert result.returncode == 1 and "Address already in use" in result.stderr
+        assert "the address came from --http" in result.stderr
+        assert f'--http HOST:PORT or `[daemon] http = "HOST:PORT"` in config.toml' in result.stderr
+        (home / "config.toml").write_text(f'[daemon]\nhttp = "127.0.0.1:{port}"\n')
+        result = run_cli(home, "daemon", "run")
+        assert result.returncode == 1
+        assert f"the address came from `[daemon] http` in {home / 'config.toml'}" in result.stderr
+    (home / "config.toml").write_text('[daemon]\nhttp = "localhost"\n')
+    result = run_cli(home, "daemon", "run")
+    assert result.returncode == 1 and "`[daemon] http` in" in result.stderr and "must be HOST:PORT" in result.stderr
+
+
 # -- config.toml validated at start -----------------------------------------------------------------
 
 

@@ -70,6 +70,43 @@ def test_a_route_removed_since_refuses_the_first_bind_and_nothing_runs_elsewhere
         manager.shutdown()
 
 
+LOCKED = {"command": [sys.executable, "-m", "compozy.agents.reference"], "env": {"COMPOZY_REFERENCE_REQUIRE_AUTH": "1",
+                                                                             "COMPOZY_REFERENCE_AUTH_REFUSE": "1"}}
+
+
+def _overridden(second_route):
+    """Agent general: its default account refuses (not logged in); the second route is `second_route`."""
+    return from_document({"providers": {"alt": ALT, "locked": LOCKED}, "agents": {"general": {
+        "provider": "locked", "fallback_chain": [{"provider": "reference", "model": "echo-2"}, second_route]}}})
+
+
+def test_a_fork_on_an_account_the_agent_no_longer_declares_binds_its_default_route_and_says_so(home, workspace):
+    chain = from_document({"providers": {"alt": ALT, "locked": LOCKED}, "agents": {"general": {
+        "provider": "locked", "fallback_chain": [{"provider": "locked"}, {"provider": "alt", "model": "alt-1"}]}}})
+    manager = _manager(home, chain)
+    try:
+        source = _source(manager, workspace)  # ran on route 2: alt, the overridden account
+        assert manager.get_session(source["id"])["session"]["runtime"]["effective"]["provider"] == "alt"
+    finally:
+        manager.shutdown()
+    # config.toml changed meanwhile: route 2 is now another account.
+    manager = _manager(home, _overridden({"provider": "reference", "model": "echo-large"}))
+    try:
+        forked = manager.fork_session(source["id"], source["workspace_id"], {"idempotency_key": "f1"})
+        derivation = forked["derivation"]
+        assert "route" not in derivation
+        assert derivation["route_warning"] == (
+            'the source ran on route 2 (alt/alt-1) of agent "general", which now declares reference/echo-large '
+            "there: the fork binds the agent's default route instead")
+        assert "provider" not in (forked["session"]["runtime"]["selected"] or {})
+        child = manager.get_session(forked["session"]["id"])["session"]
+        _turn(manager, child, "go")
+        assert manager.get_session(child["id"])["session"]["runtime"]["effective"] == {
+            "provider": "reference", "model": "echo-2", "reasoning_effort": "medium", "speed": "normal"}
+    finally:
+        manager.shutdown()
+
+
 def test_a_derivation_whose_session_cannot_be_written_is_withdrawn(home, workspace, monkeypatch):
     """derivation:creating->withdrawn: nothing of it persists, and the retry creates the session."""
     manager = _manager(home)

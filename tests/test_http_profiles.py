@@ -62,3 +62,33 @@ def test_profile_requests_are_relayed_to_the_profiles_daemon(daemon, workspace):
     finally:
         if pid is not None:
             terminate_pid(pid)
+
+
+def test_profile_is_accepted_after_every_command_as_the_seed_writes_it(daemon, workspace):
+    """`compozy session stop --profile NAME ...`: the flag after the command does what it does before it."""
+    from compozy.cli.main import add_profile_option, cli
+    from tests.harness.commands import cli_commands
+    cli_commands()  # every command registered first
+    add_profile_option(cli)
+    missing = [name for name, command in cli_commands().items()
+               if not any("--profile" in param.opts for param in command.params)]
+    assert missing == []
+    home, pid = daemon.home, None
+    try:
+        started = run_cli(home, "daemon", "start", "--profile", "work")
+        assert started.returncode == 0, started.stdout + started.stderr
+        info = json.loads((home / "profiles" / "work" / "daemon.json").read_text())
+        pid = info["pid"]
+        assert not info["http"].endswith(":2123")  # a profile's daemon takes a free port, as before the command
+        sid = run_cli(home, "session", "new", "--profile", "work", "--cwd", str(workspace), "-q").stdout.strip()
+        assert (home / "profiles" / "work" / "sessions" / sid).is_dir()
+        assert run_cli(home, "session", "prompt", "--profile", "work", sid, "hello").returncode == 0
+        stopped = run_cli(home, "session", "stop", "--profile", "work", sid, "--wait", "-o", "json")
+        assert json.loads(stopped.stdout)["state"] == "stopped", stopped.stderr
+        assert run_cli(home, "session", "list", "-q").stdout.split() == []  # the main daemon's own list
+        assert run_cli(home, "session", "list", "-q", "--profile", "work").stdout.split() == [sid]
+        both = run_cli(home, "--profile", "work", "session", "list", "--profile", "other")
+        assert both.returncode == 2 and "--profile work and --profile other: give one profile" in both.stderr
+    finally:
+        if pid is not None:
+            terminate_pid(pid)

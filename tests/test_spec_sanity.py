@@ -37,6 +37,8 @@ TRANSITIONS_TESTED_ELSEWHERE = {
                                       "its new session; no scenario can make a disk fail",
     **{edge: "tests/test_derive.py writes the rows a daemon killed mid-creation leaves and boots on them"
        for edge in ("boot:derivation:creating->created", "boot:derivation:creating->withdrawn")},
+    "boot:active->stopping": "tests/test_partial_identity.py writes a partial agent identity naming a live process "
+                             "into meta.json and boots on it; a scenario cannot edit meta.json between steps",
     "boot:rewind:pending->completed": "tests/test_boot_repair.py writes a rewind receipt a daemon killed mid-rewind "
                                       "leaves, before and after the archive, and boots on it",
 }

@@ -16,11 +16,10 @@ import pytest
 from compozy.cli.client import Client
 from compozy.paths import UnixConnection
 from tests.harness import browser
-from tests.harness.daemon import DaemonProcess
+from tests.harness.web import REFERENCE, WAIT_MS, web_page
 
 BROWSER_MISSING = browser.unavailable()
 needs_browser = pytest.mark.skipif(BROWSER_MISSING is not None, reason=str(BROWSER_MISSING))
-WAIT_MS = 30_000
 
 
 def fetch(url, path, headers=None):
@@ -78,56 +77,15 @@ def chromium():
         instance.close()
 
 
+LOCKED = f"{REFERENCE}env = {{COMPOZY_REFERENCE_REQUIRE_AUTH = \"1\", COMPOZY_REFERENCE_AUTH_REFUSE = \"1\"}}\n"
+WEB_CONFIG = f'[permissions]\nmode = "approve-reads"\n\n[providers.locked]\n{LOCKED}\n[agents.locked]\nprovider = "locked"\n'
+
+
 @pytest.fixture
 def web(home, workspace, chromium):
     """A daemon that asks before writes (and knows an agent that needs a login), a browser page, and helpers."""
-    locked = f'command = [{json.dumps(sys.executable)}, "-m", "compozy.agents.reference"]\n' \
-             'env = {COMPOZY_REFERENCE_REQUIRE_AUTH = "1", COMPOZY_REFERENCE_AUTH_REFUSE = "1"}\n'
-    (home / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n\n'
-                                      f'[providers.locked]\n{locked}\n[agents.locked]\nprovider = "locked"\n')
-    daemon = DaemonProcess(home).start()
-    context = chromium.new_context(viewport={"width": 1280, "height": 860})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield Web(daemon, page, workspace)
-    context.close()
-    daemon.stop()
-    assert errors == []
-
-
-class Web:
-    def __init__(self, daemon, page, workspace):
-        self.daemon, self.page, self.workspace = daemon, page, workspace
-        self.client = Client(daemon.socket_url)
-
-    def session(self, name="web test"):
-        _, document = self.client.call("POST", "/api/sessions", {"workspace_path": str(self.workspace), "name": name})
-        return document["session"]
-
-    def open(self, path="/"):
-        """Go to path logged in (through ?token=, which the daemon turns into its cookie)."""
-        self.page.goto(self.daemon.page_url(path))
-        assert self.page.url == self.daemon.http_url + path  # the token left the address bar
-
-    def send(self, text, button="Send"):
-        from playwright.sync_api import expect
-        box = self.page.get_by_role("textbox", name="Message")
-        box.fill(text)
-        self.page.get_by_role("button", name=button, exact=True).click()
-        expect(box).to_have_value("")  # the daemon took it
-
-    def release(self, gate):
-        gates = self.workspace / ".compozy-gates"
-        gates.mkdir(exist_ok=True)
-        (gates / gate).touch()
-
-    def agent_text(self):
-        return self.page.locator("#transcript .msg.agent .body")
-
-    def badges(self):
-        return self.page.locator("#session-badges")
+    with web_page(chromium, home, workspace, WEB_CONFIG) as page:
+        yield page
 
 
 @needs_browser
@@ -333,7 +291,8 @@ def test_stop_generation_interrupt_and_runtime_selection(web):
     web.open(f"/sessions/{web.session()['id']}")
     web.send("[hold g1] long")
     page.get_by_role("button", name="Stop generation").click()
-    expect(page.locator("#transcript .marker").last).to_have_text("Turn ended: cancelled")
+    expect(page.locator("#transcript .turn-end").last).to_contain_text("Answer stopped before the end")
+    expect(page.locator("#transcript .marker").last).to_have_text("You stopped the answer")
     web.send("[hold g2] slow")
     web.send("instead", button="Interrupt")
     expect(web.agent_text().last).to_have_text("echo: instead")
@@ -404,17 +363,50 @@ def test_fork_from_a_message_and_continue_with_another_agent_after_the_preview(w
     page.get_by_role("button", name="Continue…").click()
     dialog = page.get_by_role("dialog")
     expect(dialog).to_contain_text("Carries 4 messages")
-    dialog.get_by_label("Agent").fill("locked")
+    expect(dialog.get_by_label("Agent").locator("option")).to_have_text(["general", "locked"])  # the configured ones
+    dialog.get_by_label("Agent").select_option("locked")
     dialog.get_by_label("Message").fill("carry on")
     dialog.get_by_role("button", name="Continue", exact=True).click()
     expect(dialog).to_contain_text("provider_auth_failure")
     opener = dialog.get_by_role("link", name="Open new session")
     expect(opener).to_be_visible()
-    dialog.get_by_label("Agent").fill("nobody")  # an edited request, refused again: the new session stays offered
+    web.prompt(source, "moved on")  # the source moves on: the dialog's fences are stale now
+    expect(web.agent_text()).to_have_text(["echo: first", "echo: second", "echo: moved on"])
+    dialog.get_by_label("Message").fill("carry on, edited")  # an edited request, refused again: the new session stays offered
     dialog.get_by_role("button", name="Continue", exact=True).click()
-    expect(dialog).to_contain_text("agent_not_found")
+    expect(dialog).to_contain_text("session_fence_conflict")
     expect(opener).to_be_visible()
-    dialog.get_by_label("Agent").fill("general")
+    dialog.get_by_role("button", name="Cancel").click()
+    page.get_by_role("button", name="Continue…").click()
+    expect(dialog).to_contain_text("Carries 6 messages")
+    expect(dialog.get_by_label("Agent")).to_have_value("general")  # the default agent
+    dialog.get_by_label("Message").fill("carry on")
     dialog.get_by_role("button", name="Continue", exact=True).click()
     expect(page.locator("#lineage")).to_contain_text(f"continue · from {source['id']} · general · through turn ")
-    expect(web.agent_text()).to_have_text(["[context replayed: 4 messages] echo: carry on"])
+    expect(web.agent_text()).to_have_text(["[context replayed: 6 messages] echo: carry on"])
+
+
+@needs_browser
+def test_a_native_fork_shows_the_conversation_it_carries_before_its_first_message(web):
+    from playwright.sync_api import expect
+    from tests.harness.cli import run_cli
+    from tests.test_daemon import wait_for
+    config = web.daemon.home / "config.toml"
+    config.write_text(config.read_text() + f'\n[providers.forky]\ncommand = [{json.dumps(sys.executable)}, "-m", '
+                      '"compozy.agents.reference"]\nenv = {COMPOZY_REFERENCE_FORK = "1"}\n\n'
+                      '[agents.forky]\nprovider = "forky"\n')
+    assert run_cli(web.daemon.home, "daemon", "reload").returncode == 0
+    _, created = web.client.call("POST", "/api/sessions", {"workspace_path": str(web.workspace), "agent_name": "forky",
+                                                            "name": "source"})
+    source = created["session"]
+    path = f"/api/workspaces/{source['workspace_id']}/sessions/{source['id']}"
+    web.client.call("POST", path + "/prompt", {"message": "first"})
+    wait_for(lambda: web.client.call("GET", path + "/events?type=done")[1]["events"], what="the source's turn")
+    _, forked = web.client.call("POST", path + "/fork", {"idempotency_key": "n1", "name": "clone"})
+    assert forked["derivation"]["seed"] == "native_fork"
+    web.open(f"/sessions/{forked['session']['id']}")
+    carried = web.page.locator("#transcript .carried")
+    expect(carried.locator(".marker")).to_have_text(f"Carried from {source['id']}")
+    expect(carried.locator(".msg .body")).to_have_text(["first", "echo: first"])
+    web.send("[recall] natively")  # the clone knows it once, from the agent's own copy
+    expect(web.page.locator("#transcript > .msg.agent .body")).to_have_text(["history: first"])

@@ -40,6 +40,19 @@ def take_options(client, result):
     client.modes = modes if isinstance(modes, dict) else None
 
 
+def offered_models(client):
+    """The models the live agent offers (its model config option, else its legacy list), or None when it
+    says nothing about them or a launch alias bakes the model into the process instead."""
+    if client.launch_alias is not None or getattr(client.provider, "launch_aliases", ()):
+        return None
+    option = _find_option(client.config_options, "model")
+    if option is not None:
+        return _choices(option)
+    if client.legacy_models:
+        return [e.get("modelId") for e in client.legacy_models.get("availableModels", []) if isinstance(e, dict)]
+    return None
+
+
 def take_update(client, update):
     """Keep what the agent announces about its own state: its config options, its mode, its commands."""
     variant = update.get("sessionUpdate")

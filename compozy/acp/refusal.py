@@ -11,6 +11,7 @@ from compozy.redact import redact
 
 STDERR_LINES = 5
 STDERR_IN_MESSAGE = 400
+EVIDENCE = ("agent_error", "stderr_tail", "next_step", "next_command")
 
 
 class BindFailure(Exception):
@@ -24,8 +25,9 @@ class BindFailure(Exception):
 
     @property
     def evidence(self):
-        """The failure's evidence besides its message: the agent's error and its stderr lines, when any."""
-        return {key: self.error.details[key] for key in ("agent_error", "stderr_tail") if key in self.error.details}
+        """The failure's evidence besides its message: the agent's error, its stderr lines and, for a login, the
+        next step (what a person runs), when any."""
+        return {key: self.error.details[key] for key in EVIDENCE if key in self.error.details}
 
     def with_stderr(self, runtime):
         """The same failure with the last stderr lines of the agent it happened on (once)."""

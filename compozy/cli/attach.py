@@ -5,9 +5,14 @@ dropped connection) and prints them; the main thread reads lines and sends them 
 daemon applies the configured busy mode while a turn runs), runs slash commands (its own, and the
 agent's, which go to the agent as prompts), and answers pending permission requests by number or name
 (anything else typed then is asked again, never sent as a prompt). While a prompt it sent starts the
-agent, the elapsed seconds tick. Ctrl-D detaches: the session goes on.
+agent, the elapsed seconds tick. Ctrl-D detaches: the session goes on. Only a live session can be
+attached (archived is session_archived, stopping or stopped session_not_attachable); when it stops
+while attached (a stop from anywhere, an archive with --stop), attach says why and ends. A daemon
+shutdown is not the session ending: the connection drops and attach resumes when the daemon is back.
 """
 
+import os
+import select
 import sys
 import threading
 
@@ -44,7 +49,8 @@ class Attached:
         self.lock = threading.Lock()
         self.pending = {}  # request_id -> (turn_id, the permission event's content), oldest first
         self.sent = set()  # message IDs typed here: the terminal shows them already
-        self.ended = None
+        self.ended = None  # (exit status, why) once attach must end
+        self.wakeup_read, self.wakeup_write = os.pipe()  # wakes the typing thread when it has ended
 
     # -- the follower thread ------------------------------------------------------------------
 
@@ -67,6 +73,22 @@ class Attached:
         else:
             print_event(record)
 
+    def show_live(self, record):
+        self.show(record)
+        content = record["content"]
+        if record["type"] == "session_stopped" and content.get("stop_reason") == "shutdown":
+            self.say("(the daemon is shutting down: attach resumes when it is back; a prompt starts the session)")
+        elif record["type"] == "session_stopped":
+            why = ", ".join(str(v) for v in (content.get("stop_reason"), content.get("stop_detail")) if v)
+            self.end(0, f"{self.session_id} stopped ({why}): attach ends; a prompt starts it again "
+                        f"(`compozy session prompt {self.session_id} MESSAGE`)")
+
+    def end(self, status, why):
+        if self.ended is None:
+            self.ended = (status, why)
+            click.echo(f"\n{why}", err=True)
+            os.write(self.wakeup_write, b"x")
+
     def forget_pending(self, record):
         """A request cannot outlive its turn or its session (after a daemon restart it is never answered)."""
         if record["type"] in TURN_ENDS or record["type"] == "session_stopped":
@@ -78,10 +100,11 @@ class Attached:
     def follow(self):
         try:
             for record in self.follower.records():
-                self.show(record)
+                self.show_live(record)
+                if self.ended is not None:
+                    return
         except CompozyError as exc:
-            self.ended = f"Error: {exc.code}: {one_line(exc.message)}"
-            click.echo(f"\n{self.ended}", err=True)
+            self.end(1, f"Error: {exc.code}: {one_line(exc.message)}")
 
     # -- the typing thread --------------------------------------------------------------------
 
@@ -182,9 +205,7 @@ def attach(obj, session_id, last):
       compozy session attach sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --last 0
     """
     resource = obj.call("session.get", session_id=session_id)["session"]
-    if resource["type"] in DAEMON_MANAGED:  # the daemon owns it: no user lifecycle action, attach included
-        raise CompozyError("session_daemon_managed", f"session {resource['id']} is daemon-managed "
-                           f"({resource['type']}); it cannot be attached by a user", session_id=resource["id"])
+    _check_attachable(resource)
     attached = Attached(obj, resource)
     if last:
         recent = obj.call("session.events", session_id=resource["id"], workspace=resource["workspace_id"], limit=last)
@@ -198,17 +219,56 @@ def attach(obj, session_id, last):
 
 
 DAEMON_MANAGED = ("system", "coordinator", "spawned")  # compozy.session.records.governed, as the API spells them
+LIVE_STATES = ("starting", "active")
+
+
+def _check_attachable(resource):
+    """The seed: attach requires a live, attachable session; archive and stop end attach eligibility."""
+    sid = resource["id"]
+    if resource["type"] in DAEMON_MANAGED:  # the daemon owns it: no user lifecycle action, attach included
+        raise CompozyError("session_daemon_managed", f"session {sid} is daemon-managed ({resource['type']}); "
+                           f"it cannot be attached by a user", session_id=sid)
+    if resource.get("archived"):
+        raise CompozyError("session_archived", f"session {sid} is archived: attach requires a live session; "
+                           f"unarchive it (`compozy session unarchive {sid}`) and prompt it first", session_id=sid)
+    if resource["state"] not in LIVE_STATES:
+        raise CompozyError("session_not_attachable", f"session {sid} is {resource['state']}: attach requires a "
+                           f"live session; a prompt starts it again (`compozy session prompt {sid} MESSAGE`)",
+                           session_id=sid, state=resource["state"])
 
 
 def _type_lines(attached):
+    lines = TypedLines(sys.stdin.fileno(), attached.wakeup_read)
     while attached.ended is None:
         try:
-            line = input()
+            line = lines.next()
         except EOFError:
             click.echo(f"detached; {attached.session_id} goes on", err=True)
             return 0
         except KeyboardInterrupt:
             click.echo("\n(Ctrl-D detaches; /cancel cancels the turn)", err=True)
             continue
-        attached.handle(line)
-    return 1
+        if line is not None:
+            attached.handle(line)
+    return attached.ended[0]
+
+
+class TypedLines:
+    """Lines typed on stdin, or None as soon as the wakeup pipe is written (the session ended)."""
+
+    def __init__(self, fd, wakeup):
+        self.fd, self.wakeup, self.pending = fd, wakeup, b""
+
+    def next(self):
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([self.fd, self.wakeup], [], [])
+            if self.wakeup in ready:
+                return None
+            chunk = os.read(self.fd, 4096)
+            if not chunk:
+                if not self.pending:
+                    raise EOFError
+                chunk = b"\n"  # the last line had no newline
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode("utf-8", "replace")

@@ -56,7 +56,15 @@ def complete_workspaces(ctx, param, incomplete):
             if w["name"].startswith(incomplete)]
 
 
-session_argument = click.argument("session_id", shell_complete=complete_sessions)
+def _typed_session(ctx, param, value):
+    """An empty ID is a command that should have printed it failing first (`"$(compozy session new -q)"`)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty: if it came from another command (\"$(compozy session new -q)\"), "
+                                 "that command failed; its error is above", param_hint="SESSION_ID")
+    return value
+
+
+session_argument = click.argument("session_id", shell_complete=complete_sessions, callback=_typed_session)
 
 
 @cli.command("completion")

@@ -81,3 +81,41 @@ def _text(document):
             f"   (NOT INSTALLED: {p['installed']['detail']})"
         lines.append(f"  {name:<16} {' '.join(p['command'])}{found}{installed}")
     return "\n".join(lines)
+
+
+@config_group.command("settings")
+@output_option()
+@click.pass_obj
+def settings(obj, output):
+    """The settings the running daemon changes for you (here and on the page): value, default, help.
+
+    \b
+    Example:
+      compozy config settings
+      compozy config settings -o json
+    """
+    emit(obj.call("settings.list"), output, _settings_text)
+
+
+@config_group.command("set")
+@click.argument("setting")
+@click.argument("value")
+@output_option()
+@click.pass_obj
+def set_setting(obj, setting, value, output):
+    """Change one of those settings: written into config.toml (its other lines and comments kept) and
+    applied at once, as `compozy daemon reload` applies it. Validated as config.toml is.
+
+    \b
+    Example:
+      compozy config set session.supervision.idle_release_after 10m
+      compozy config set session.supervision.idle_release_after 0    # never pause idle agents
+    """
+    document = obj.call("settings.set", setting=setting, value=value)
+    emit(document, output, lambda d: f"{d['setting']['name']} = {d['setting']['value']} (applied)")
+
+
+def _settings_text(document):
+    lines = [f"{s['name']} = {s['value']}" + ("" if s["set"] else "  (default)")
+             + f"\n    {s['title']}: {s['description']}" for s in document["settings"]]
+    return "\n".join(lines + [f"in {document['path']}"])

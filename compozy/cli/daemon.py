@@ -30,15 +30,16 @@ def daemon():
 
 
 def _default_http():
-    # A profile's daemon runs beside the main one: it takes a free port (written in its daemon.json).
+    """Where the daemon listens when neither --http nor `[daemon] http` says: a profile's daemon runs
+    beside the main one, so it takes a free port (written in its daemon.json)."""
     return "127.0.0.1:0" if os.environ.get(PROFILE_ENV) else "127.0.0.1:2123"
 
 
 def listen_options(command):
     """The listening flags `run` takes; `start` takes the same and hands them to the `run` it spawns."""
     options = [
-        click.option("--http", "http_addr", default=_default_http, show_default="127.0.0.1:2123; a profile: port 0",
-                     help="loopback HOST:PORT to serve HTTP on; port 0 picks a free port"),
+        click.option("--http", "http_addr", help="loopback HOST:PORT to serve HTTP on; port 0 picks a free port "
+                     "(default: `[daemon] http` in config.toml, else 127.0.0.1:2123; a profile: port 0)"),
         click.option("--socket", "socket_path", type=click.Path(dir_okay=False), help="Unix socket path "
                      "(default: the home folder's daemon.sock)"),
         click.option("--no-http", is_flag=True, help="serve the Unix socket only"),
@@ -68,8 +69,9 @@ def run(http_addr, socket_path, no_http, allow_remote, token, token_file):
     token = _token(token, token_file)
     _refuse_remote_without_token(allow_remote, token)
     try:
-        code = Daemon(Home(), http_addr, socket_path, no_http, token, allow_remote).run(
-            announce=lambda line, flush=True: click.echo(line))
+        daemon_process = Daemon(Home(), http_addr, socket_path, no_http, token, allow_remote,
+                                default_http=_default_http())
+        code = daemon_process.run(announce=lambda line, flush=True: click.echo(line))
     except (DaemonError, ConfigError, UnsafeHome) as exc:
         click.echo(f"compozy daemon: {exc}", err=True)
         sys.exit(1)
@@ -99,7 +101,7 @@ def start(output, http_addr, socket_path, no_http, allow_remote, token, token_fi
              lambda i: f"compozy daemon already running (pid {i['pid']}) at {i.get('http') or i['socket']}"
                        + _login_line(i))
         return
-    argv = ["daemon", "run", "--http", http_addr, *(["--socket", socket_path] if socket_path else []),
+    argv = ["daemon", "run", *(["--http", http_addr] if http_addr else []), *(["--socket", socket_path] if socket_path else []),
             *(["--no-http"] if no_http else []), *(["--allow-remote"] if allow_remote else [])]
     # The token goes in the environment, never argv, where any local user could read it.
     secret = {"COMPOZY_TOKEN": token} if token else {}

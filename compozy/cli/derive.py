@@ -107,6 +107,40 @@ def _rewind_text(document):
     return "\n".join(lines)
 
 
+@session.command("clear")
+@session_argument
+@click.option("--idempotency-key", help="retry an earlier clear exactly (default: a new key)")
+@fence_options
+@output_option()
+@click.pass_obj
+def clear(obj, session_id, idempotency_key, output, **fences):
+    """Clear the conversation: every active event is archived (never deleted), a carried context is
+    discarded, and the next prompt starts a fresh agent context. The session keeps its ID.
+
+    \b
+    Files, tool effects and external actions are not undone.
+    Example:
+      compozy session clear sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+      compozy session history sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --archive archived
+    """
+    fences = fences_for(obj, session_id, fences)
+    document = obj.call("session.clear", session_id=session_id, idempotency_key=idempotency_key or new_id("idem"),
+                        **fences)
+    emit(document, output, _clear_text)
+
+
+def _clear_text(document):
+    result, resource = document["clear"], document["session"]
+    carried = "discarded" if result["carried_context_discarded"] else "none"
+    return "\n".join([f"Cleared {resource['id']}",
+                      f"  Archived      {result['archived_event_count']} events (read them with --archive archived)",
+                      f"  Carried       {carried}",
+                      "  " + fence_line(resource["fences"]),
+                      f"  Replayed      {'yes' if result['replayed'] else 'no'}",
+                      f"  Key           {result['idempotency_key']}",
+                      result["note"]])
+
+
 def new_session_options(command):
     """What continue and fork share: the new session's name, the key, the workspace, fences, output."""
     for option in reversed([

@@ -104,7 +104,13 @@ def history(obj, output, every, **query):
     document = obj.call("session.history", **query)
     if every:
         document = _every_page(obj, query, document)
-    emit(document, output, lambda d: "\n\n".join(f"[{m['role']}] {m['text']}" for m in d["messages"]) or "no messages")
+    emit(document, output, _messages_text)
+
+
+def _messages_text(document):
+    """Each message under its role and ID: user messages' IDs are what rewind and fork take."""
+    return "\n\n".join(f"[{m['role']} {'carried from the source' if m.get('carried') else m['message_id']}] "
+                       f"{m['text']}" for m in document["messages"]) or "no messages"
 
 
 def _every_page(obj, query, document):

@@ -3,33 +3,43 @@
 Layer 6 (surface).
 """
 
-import sys
-
 import click
 
+from compozy.cli.bulk import for_each, sessions_argument
 from compozy.cli.completion import session_argument
 from compozy.cli.output import emit, output_option, session_block
 from compozy.cli.session import session
+from compozy.errors import CompozyError
 
 
 @session.command("stop")
-@session_argument
+@sessions_argument
 @click.option("--wait", is_flag=True, help="wait for the verified outcome and print it")
 @output_option()
 @click.pass_obj
-def stop(obj, session_id, wait, output):
-    """Stop the session: cooperative cancel, then signals, with exit verified.
+def stop(obj, session_ids, wait, output):
+    """Stop sessions: cooperative cancel, then signals, with exit verified. Several IDs: each is stopped on its
+    own, one line (or -o json result) each; the exit status is 0 only when every stop succeeded.
 
     \b
     Example:
       compozy session stop sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --wait
+      compozy session stop 01J9Z3K6 01J9Z4P2 01J9Z5M1
     """
-    document = obj.call("session.stop", session_id=session_id, wait=wait)
+    def request(session_id):
+        document = obj.call("session.stop", session_id=session_id, wait=wait)
+        return document if wait else obj.call("session.get", session_id=session_id)
+
     if wait:
-        emit(document, output, _outcome_text)
-        sys.exit(0 if document.get("verified") else 1)
-    document = obj.call("session.get", session_id=session_id)
-    emit(document, output, lambda d: session_block(d["session"]))
+        for_each(obj, session_ids, output, request, _outcome_text,
+                 line=lambda d: f"{d['session_id']}: {_outcome_text(d)}", succeeded=lambda d: d.get("verified"))
+    else:
+        for_each(obj, session_ids, output, request, lambda d: session_block(d["session"]),
+                 line=lambda d: f"{_stop_verb(d['session'])} {d['session_id']}")
+
+
+def _stop_verb(session):
+    return "stopped" if session["state"] == "stopped" else f"stopping ({session['state']})"
 
 
 @session.command("rename")
@@ -55,19 +65,32 @@ def _outcome_text(outcome):
 
 
 @session.command("archive")
-@session_argument
+@sessions_argument
 @click.option("--stop", is_flag=True, help="stop a running session first, then archive it")
 @output_option()
 @click.pass_obj
-def archive(obj, session_id, stop, output):
-    """Hide a stopped session from the default catalog; its history stays readable.
+def archive(obj, session_ids, stop, output):
+    """Hide stopped sessions from the default catalog; their history stays readable. Several IDs, running and
+    stopped together with --stop: each is archived on its own, one line (or -o json result) each.
 
     \b
     Example:
       compozy session archive sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --stop
+      compozy session archive --stop 01J9Z3K6 01J9Z4P2
     """
-    document = obj.call("session.archive", session_id=session_id, stop=stop or None)
-    emit(document, output, lambda d: f"archived {d['session']['id']}")
+    for_each(obj, session_ids, output, lambda session_id: _archive_one(obj, session_id, stop),
+             lambda d: f"archived {d['session']['id']}")
+
+
+def _archive_one(obj, session_id, stop):
+    try:
+        return obj.call("session.archive", session_id=session_id, stop=stop or None)
+    except CompozyError as exc:
+        if exc.code != "session_not_stopped":
+            raise
+        raise CompozyError(exc.code, f"session {session_id} is still running: only a stopped session is archived; "
+                           f"pass --stop to stop it first (`compozy session archive --stop {session_id}`)",
+                           **exc.details) from None
 
 
 @session.command("unarchive")

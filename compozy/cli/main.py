@@ -17,6 +17,8 @@ from compozy.text import one_line
 
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 PROFILE_ENV = "COMPOZY_ACTIVE_PROFILE"  # set once a profile's home is in COMPOZY_HOME
+PROFILE_HELP = ("a separate daemon and home under the main one ($COMPOZY_HOME/profiles/NAME), with its own "
+                "sessions and config.toml")
 USAGE_EXIT = 2  # a missing argument or an unknown flag, as click and most CLIs exit
 
 
@@ -71,8 +73,8 @@ class Context:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--url", envvar="COMPOZY_URL", help="daemon address: http://HOST:PORT or unix:///path "
               "(default: the home folder's socket)")
-@click.option("--profile", envvar="COMPOZY_PROFILE", metavar="NAME", help="a separate daemon and home under the "
-              "main one ($COMPOZY_HOME/profiles/NAME), with its own sessions and config.toml")
+@click.option("--profile", envvar="COMPOZY_PROFILE", metavar="NAME", help=PROFILE_HELP + "; also accepted after "
+              "any command")
 @click.version_option(__version__, prog_name="compozy")
 @click.pass_context
 def cli(ctx, url, profile):
@@ -89,21 +91,46 @@ def cli(ctx, url, profile):
     ctx.obj = Context(url)
 
 
+_chosen_profile = []  # the profile this process points at, once chosen (top-level or on the command)
+
+
 def use_profile(name):
     """Point this process (and the daemon it starts) at the profile's home, once: children inherit
     COMPOZY_HOME, not the profile name, so a profile never nests."""
     from compozy.paths import Home, make_private_dir
     if not PROFILE_NAME.fullmatch(name):
         raise click.BadParameter("use letters, digits, _ and - (at most 64)", param_hint="--profile")
+    if _chosen_profile:
+        if _chosen_profile[0] != name:
+            raise click.UsageError(f"--profile {_chosen_profile[0]} and --profile {name}: give one profile")
+        return
+    _chosen_profile.append(name)
     profiles = make_private_dir(Home().root / "profiles")
     os.environ["COMPOZY_HOME"] = str(profiles / name)
     os.environ[PROFILE_ENV] = name
     os.environ.pop("COMPOZY_PROFILE", None)
 
 
+def _profile_chosen(ctx, param, name):
+    if name:
+        use_profile(name)
+
+
+def add_profile_option(group):
+    """`--profile NAME` on every command as well, as the seed writes it (`compozy session stop --profile
+    NAME ...`); it is eager, so defaults that depend on the profile (daemon start's port) see it."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            add_profile_option(command)
+        elif not any(param.name == "command_profile" for param in command.params):
+            command.params.append(click.Option(["--profile", "command_profile"], metavar="NAME", expose_value=False,
+                                               is_eager=True, callback=_profile_chosen, help=PROFILE_HELP))
+
+
 def main(argv=None):
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
                              inbox, lifecycle, mcp, page, prompting, session, usage, workspace)
+    add_profile_option(cli)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)
     except CompozyError as exc:

@@ -82,7 +82,15 @@ def session_row(session, open_items=0):
     runtime = session.get("runtime") or {}
     state = session["state"] + (f" ({session['attention']})" if session.get("attention") else "")  # needs attention
     state += f" [{open_items} in inbox]" if open_items else ""
-    return session["id"], state, session["agent_name"], runtime.get("status", "-"), session.get("name") or "-"
+    return session["id"], state, session["agent_name"], runtime_cell(runtime), session.get("name") or "-"
+
+
+def runtime_cell(runtime):
+    """The runtime a list row shows (runtime.display: effective, else last known, else the selection or the
+    agent's defaults), then the runtime's status: `reference echo-1 (ready)`."""
+    display = runtime.get("display") or {}
+    named = " ".join(str(display[k]) for k in ("provider", "model", "reasoning_effort", "speed") if display.get(k))
+    return f"{named or '-'} ({runtime.get('status', '-')})"
 
 
 def session_table(sessions, quiet=False, open_items=None):
@@ -157,5 +165,10 @@ def derivation_lines(derivation):
     seed = derivation["seed"] + (f" ({derivation['native_state']})" if derivation.get("native_state") else "")
     if derivation.get("native_fork_error"):
         seed += f" (the agent's clone failed: {derivation['native_fork_error']})"
-    return [f"Origin        {origin}", f"Context       {context_line(derivation)}", f"Seed          {seed}",
-            f"First prompt  {derivation['first_prompt']}"]
+    lines = [f"Origin        {origin}", f"Context       {context_line(derivation)}", f"Seed          {seed}",
+             f"First prompt  {derivation['first_prompt']}"]
+    if derivation.get("route"):
+        lines.append(f"Route         {derivation['route']} (the agent's fallback_chain)")
+    if derivation.get("route_warning"):
+        lines.append(f"Warning       {derivation['route_warning']}")
+    return lines

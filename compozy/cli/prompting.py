@@ -115,7 +115,10 @@ def read_message(message, message_file):
         raise click.UsageError("missing MESSAGE (or --file PATH, or '-' to read stdin)")
     if message == "-":
         message_file = click.get_text_stream("stdin")
-    return message_file.read().rstrip("\n") if message_file is not None else message
+    text = message_file.read().rstrip("\n") if message_file is not None else message
+    if not text.strip():
+        raise click.UsageError("the message is blank: say what the agent should do")
+    return text
 
 
 def interrupted(obj, session_id, cancel):

@@ -6,13 +6,16 @@ query and body.
 """
 
 import os
+import sys
 
 import click
 
 from compozy.api import SECRET_ENV, SECRET_HEADER, SESSION_ENV, SESSION_HEADER
+from compozy.cli.bulk import for_each, sessions_argument
 from compozy.cli.completion import complete_agents, complete_sessions, complete_workspaces, session_argument
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, fence_line, output_option, quiet_option, session_block, session_table
+from compozy.errors import CompozyError
 from compozy.text import multi_line
 
 
@@ -57,7 +60,14 @@ def new(obj, cwd, quiet, output, **fields):
     """
     if cwd or not fields["workspace"]:
         fields["workspace_path"] = os.path.abspath(cwd or os.getcwd())
-    document = obj.call("session.create", headers=agent_identity(), **fields)
+    try:
+        document = obj.call("session.create", headers=agent_identity(), **fields)
+    except CompozyError as exc:
+        if cwd or fields["workspace"] or not exc.details.get("reason"):
+            raise
+        raise CompozyError(exc.code, f"{exc.message}. Without --cwd the current directory "
+                           f"({fields['workspace_path']}) is the workspace: run this from the project's folder or "
+                           f"pass --cwd PATH", **exc.details) from None
     emit(document, output, lambda d: d["session"]["id"] if quiet else session_block(d["session"]))
 
 
@@ -134,20 +144,46 @@ def status(obj, session_id, output):
 
 
 @session.command("remove")
-@session_argument
-@click.option("--workspace", help="remove it from this workspace (name or ID) only")
+@sessions_argument
+@click.option("--workspace", help="remove them from this workspace (name or ID) only")
+@click.option("--yes", is_flag=True, help="remove active sessions without asking")
 @output_option()
 @click.pass_obj
-def remove(obj, session_id, workspace, output):
-    """Stop the session if live and delete its record and history for good.
+def remove(obj, session_ids, workspace, yes, output):
+    """Stop sessions if live and delete their records and history for good. Several IDs: each is removed on
+    its own, one line (or -o json result) each; the exit status is 0 only when every removal succeeded.
+
+    An active session is removed only once you confirm (or with --yes; without a terminal to ask
+    on, --yes is required).
 
     \b
     Example:
       compozy session remove sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
+      compozy session remove 01J9Z3K6 01J9Z4P2 --yes
     """
-    document = obj.call("session.remove.scoped" if workspace else "session.remove", session_id=session_id,
-                        workspace=workspace)
-    emit(document, output, lambda d: f"removed {d['removed']['session_id']}")
+    for_each(obj, session_ids, output, lambda session_id: _remove_one(obj, session_id, workspace, yes),
+             lambda d: f"removed {d['removed']['session_id']}" if d["removed"] else "not removed",
+             succeeded=lambda d: d["removed"] is not None)
+
+
+def _remove_one(obj, session_id, workspace, yes):
+    read = obj.call("session.get.scoped", session_id=session_id, workspace=workspace) if workspace else \
+        obj.call("session.get", session_id=session_id)
+    if not yes and not _confirm_removal(read["session"]):
+        return {"removed": None}
+    return obj.call("session.remove.scoped" if workspace else "session.remove", session_id=session_id,
+                    workspace=workspace)
+
+
+def _confirm_removal(resource):
+    """True when the session may go: stopped, or confirmed on a terminal."""
+    if resource["state"] == "stopped":
+        return True
+    what = f"session {resource['id']} is {resource['state']} ({resource['agent_name']}): removing stops it and " \
+           f"deletes its history for good"
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise click.UsageError(f"{what}; pass --yes to remove it (there is no terminal to ask on)")
+    return click.confirm(f"{what}. Remove it?", default=False, err=True)
 
 
 @session.command("health")

@@ -3,6 +3,7 @@
 Layer 6 (surface).
 """
 
+import errno
 import json
 import logging
 import os
@@ -32,19 +33,22 @@ class DaemonError(Exception):
     """The daemon cannot start; the message says why in one line."""
 
 
-def parse_listen(address, allow_remote):
-    """(host, port, loopback) of a --http HOST:PORT; a non-loopback host needs allow_remote."""
+def parse_listen(address, allow_remote, source="--http"):
+    """(host, port, loopback) of a HOST:PORT (from the flag or `[daemon] http`); a non-loopback host
+    needs allow_remote."""
     host, _, port = address.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or int(port) > 65535:
-        raise DaemonError(f"--http must be HOST:PORT, got {address!r}")
+        raise DaemonError(f"{source.split(' (')[0]} must be HOST:PORT, got {address!r}")
     loopback = host in ("127.0.0.1", "localhost", "::1")
     if not loopback and not allow_remote:
         raise DaemonError(f"refusing to listen on non-loopback address {host}; pass --allow-remote and a token")
     return ("127.0.0.1" if host == "localhost" else host), int(port), loopback
 
 
-def bind_tcp(host, port):
+def bind_tcp(host, port, source="--http"):
+    """source: what chose the address (--http, `[daemon] http` in its file, the default), named when
+    the port is taken so the message says what to change."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -52,7 +56,11 @@ def bind_tcp(host, port):
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise DaemonError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        hint = ""
+        if exc.errno == errno.EADDRINUSE:
+            hint = (f"; another program uses port {port} (the address came from {source}): choose another port "
+                    f"with --http HOST:PORT or `[daemon] http = \"HOST:PORT\"` in config.toml")
+        raise DaemonError(f"cannot listen on {host}:{port}: {exc.strerror}{hint}") from None
     sock.listen(1024)
     return sock
 

@@ -64,12 +64,24 @@ def remote_names(host):
     return frozenset(names)
 
 
+def listen_source(flag, config):
+    """What chose the listening address, as the message of a refused one names it."""
+    if flag:
+        return "--http"
+    if "daemon.http" in config.values:
+        return f"`[daemon] http` in {config.path or 'config.toml'}"
+    return "the default (set --http or `[daemon] http` in config.toml)"
+
+
 class Daemon:
-    def __init__(self, home, http="127.0.0.1:2123", socket_path=None, no_http=False, token=None, allow_remote=False):
-        """token: the secret TCP requests carry (COMPOZY_TOKEN, --token, --token-file), else the home's
-        auth_token; allow_remote: a non-loopback --http is allowed (with a token)."""
+    def __init__(self, home, http=None, socket_path=None, no_http=False, token=None, allow_remote=False,
+                 default_http="127.0.0.1:2123"):
+        """http: --http (None: `[daemon] http` in config.toml, else default_http); token: the secret TCP
+        requests carry (COMPOZY_TOKEN, --token, --token-file), else the home's auth_token; allow_remote: a
+        non-loopback --http is allowed (with a token)."""
         self.home = home.ensure()
         self.http, self.no_http, self.token, self.allow_remote = http, no_http, token, allow_remote
+        self.default_http = default_http
         self.host, self.loopback = None, True
         self.socket_path = socket_path or home.socket_file
         self.stop_requested = threading.Event()
@@ -84,7 +96,10 @@ class Daemon:
         descriptors = raise_descriptor_limit()
         config = load_config(self.home.config_file)
         if not self.no_http:
-            self.host, self.port, self.loopback = parse_listen(self.http, self.allow_remote and bool(self.token))
+            self.listen_from = listen_source(self.http, config)
+            self.http = self.http or config.values.get("daemon.http") or self.default_http
+            self.host, self.port, self.loopback = parse_listen(self.http, self.allow_remote and bool(self.token),
+                                                               self.listen_from)
         secret = self.secret(config)
         sockets, port = self._bind()
         url = f"http://{url_host(local_host(self.host))}:{port}" if port else None  # usable, never 0.0.0.0
@@ -158,7 +173,7 @@ class Daemon:
     def _bind(self):
         sockets, port = [], None
         if not self.no_http:
-            tcp = bind_tcp(self.host, self.port)
+            tcp = bind_tcp(self.host, self.port, self.listen_from)
             port = tcp.getsockname()[1]
             sockets.append(tcp)
         sockets.append(bind_unix(self.socket_path))

@@ -68,10 +68,22 @@ def _compozy_error(exc):
 
 def _http_error(exc):
     code = HTTP_CODES.get(exc.code, "invalid_request")
-    response = jsonify(error_body(code, exc.description or exc.name))
+    response = jsonify(error_body(code, _description(exc)))
     if getattr(exc, "valid_methods", None):  # RFC 9110: a 405 names the methods the resource allows
         response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
     return response, exc.code
+
+
+def _description(exc):
+    """Our words, not Werkzeug's page text ("The requested URL was not found on the server...")."""
+    if exc.code not in (404, 405):
+        return exc.description or exc.name
+    path = request.path
+    said = f"no route {request.method} {path}" if exc.code == 404 else \
+        f"{request.method} is not allowed on {path}"
+    if "//" in path or path.endswith("/"):
+        said += ": a part of the path is empty (a session ID from a command that failed?)"
+    return said + "; the routes are listed at /api/openapi.json"
 
 
 def _unexpected_error(exc):

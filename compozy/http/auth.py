@@ -30,7 +30,7 @@ from compozy.validate import check_body
 LOGIN_TTL = 600.0  # seconds a one-time login token stays valid
 MAX_LOGINS = 64  # outstanding one-time tokens; minting one more forgets the oldest
 TOKEN_PARAMETER = "token"
-PAGE_PATHS = ("/", "/sessions/")
+PAGE_PATHS = ("/", "/sessions/", "/settings")
 OPEN_ROUTES = {("GET", "/api/health"), ("HEAD", "/api/health")}
 LOGIN_HINT = ("<!doctype html><meta charset=utf-8><title>compozy: log in</title>"
               "<p>This compozy daemon answers only its owner. Run <code>compozy open</code> (or "
@@ -124,7 +124,8 @@ class LoginRequired(CompozyError):
 
 
 def _page_path(path):
-    return path == PAGE_PATHS[0] or (path.startswith(PAGE_PATHS[1]) and "/" not in path[len(PAGE_PATHS[1]):])
+    return path in (PAGE_PATHS[0], PAGE_PATHS[2]) or (path.startswith(PAGE_PATHS[1])
+                                                      and "/" not in path[len(PAGE_PATHS[1]):])
 
 
 def _equal(given, expected):

@@ -72,7 +72,9 @@ RUNTIME = obj(["status", "transition", "generation", "selected", "selection_revi
               status=enum(RuntimeStatus), transition=enum(RuntimeTransition), generation=INTEGER,
               selected=nullable(RUNTIME_SNAPSHOT), selection_revision=INTEGER, effective=OBJECT, last_known=OBJECT,
               acp_session_id=STRING, recovery=OBJECT, acp_caps=OBJECT,
-              process=obj(["pid"], pid=INTEGER, start_time=nullable(INTEGER)))
+              process=obj(["pid"], pid=INTEGER, start_time=nullable(INTEGER)),
+              display=obj(["source"], source=enum(("effective", "last_known", "selected", "agent_defaults")),
+                          provider=STRING, model=STRING, reasoning_effort=STRING, speed=STRING))
 LINEAGE = obj(["kind", "parent_session_id", "root_session_id", "spawn_depth"],
               kind=enum(LineageKind), parent_session_id=nullable(STRING), root_session_id=nullable(STRING),
               spawn_depth=INTEGER, spawn_role=STRING, origin_agent_name=STRING, origin_message_id=STRING)
@@ -188,9 +190,11 @@ SCHEMAS = {
     "EventList": obj(["events"], events=array(ref("Event"))),
     "History": obj(["messages", "page"], messages=array(obj(
         ["message_id", "turn_id", "role", "text", "timestamp"], message_id=nullable(STRING),
-        turn_id=nullable(STRING), role=enum(("user", "assistant", "tool")), text=STRING, timestamp=TIMESTAMP)),
+        turn_id=nullable(STRING), role=enum(("user", "assistant", "tool")), text=STRING, timestamp=TIMESTAMP,
+        carried=BOOLEAN)),
         page=obj(["has_more", "before_sequence", "has_newer", "after_sequence"], has_more=BOOLEAN,
-                 before_sequence=nullable(INTEGER), has_newer=BOOLEAN, after_sequence=nullable(INTEGER))),
+                 before_sequence=nullable(INTEGER), has_newer=BOOLEAN, after_sequence=nullable(INTEGER),
+                 carried_count=INTEGER)),
     "DaemonHealth": obj(["status", "version"], status=enum(("ok",)), version=STRING),
     "LoginAnswer": wrapped("login", "Login"),
     "Login": obj(["url", "expires_at"], url=STRING, expires_at=STRING),
@@ -209,6 +213,12 @@ SCHEMAS = {
         error=nullable(obj(["step", "code", "failure_kind", "message"], step=STRING, code=STRING,
                            failure_kind=STRING, message=STRING, agent_error=OBJECT, stderr_tail=array(STRING),
                            auth_methods=array(OBJECT), tried=nullable(STRING), next_command=STRING)))),
+    "SettingList": obj(["settings", "path"], path=STRING, settings=array(ref("Setting"))),
+    "SettingAnswer": wrapped("setting", "Setting"),
+    "Setting": obj(["name", "title", "description", "value", "default", "set", "kind", "help"], name=STRING,
+                   title=STRING, description=STRING,
+                   value=STRING, default=STRING, set=BOOLEAN, kind=enum(("duration", "choice")), help=STRING,
+                   choices=array(STRING)),
     "DaemonStatusAnswer": obj(["status"], status=obj(
         ["version", "accepting", "sessions", "live", "attention"], version=STRING, accepting=BOOLEAN,
         sessions={"type": "object", "additionalProperties": INTEGER}, live=INTEGER,
@@ -226,6 +236,12 @@ SCHEMAS = {
         archived_from_sequence=INTEGER, archived_through_sequence=INTEGER, archived_event_count=INTEGER,
         transcript_epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER, idempotency_key=STRING, note=STRING,
         replayed=BOOLEAN)),
+    "ClearAnswer": obj(["session", "clear"], session=ref("Session"), clear=obj(
+        ["archived_from_sequence", "archived_through_sequence", "archived_event_count", "carried_context_discarded",
+         "transcript_epoch", "generation", "max_sequence", "idempotency_key", "note", "replayed"],
+        archived_from_sequence=INTEGER, archived_through_sequence=INTEGER, archived_event_count=INTEGER,
+        carried_context_discarded=BOOLEAN, transcript_epoch=INTEGER, generation=INTEGER, max_sequence=INTEGER,
+        idempotency_key=STRING, note=STRING, replayed=BOOLEAN)),
     "Derivation": DERIVATION,
     "DerivationAnswer": obj(["session", "derivation", "replayed"], session={"anyOf": [ref("Session"), NULL]},
                             derivation=ref("Derivation"), replayed=BOOLEAN, child_deleted=BOOLEAN),

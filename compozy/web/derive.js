@@ -2,7 +2,8 @@
 // read-only preview first; a dialog keeps one idempotency key per distinct request, so sending the
 // same request again gets the same new session back, and once a new session exists the dialog keeps
 // offering to open it.
-import { $, el, replace, api } from "./dom.js";
+import { $, el, replace, api, sessionHref } from "./dom.js";
+import { agentSelect } from "./agents.js";
 
 const newKey = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
 
@@ -83,9 +84,10 @@ export class Derive {
   // The fork (through a message, or whole) and continue dialog: the preview first, then the request.
   async dialog(kind, messageId = null) {
     const query = messageId ? `?message_id=${encodeURIComponent(messageId)}` : "";
-    let preview;
+    let preview, agentField;
     try {
       preview = (await api("GET", `${this.path}/derive/preview${query}`)).preview;
+      agentField = kind === "continue" ? await agentSelect("agent_name", "Agent") : null;
     } catch (error) {
       return this.view.alert(error);
     }
@@ -94,7 +96,7 @@ export class Derive {
     const status = el("p", { class: "derive-status", role: "status" });
     const opener = el("p", { class: "derive-open" });
     const fields = kind === "continue" ? [
-      el("label", {}, "Agent ", el("input", { name: "agent_name", required: true, placeholder: "general" })),
+      el("label", {}, "Agent ", agentField),
       el("label", {}, "Message ", el("textarea", { name: "message", rows: 3, placeholder: "optional: the first prompt" })),
     ] : [];
     const form = el("form", { class: "derive-form" },
@@ -120,7 +122,7 @@ export class Derive {
         replace(status, error.message);
         const child = error.body?.child_session_id;
         if (child) {
-          replace(opener, el("a", { href: `/sessions/${encodeURIComponent(child)}`, "data-route": true,
+          replace(opener, el("a", { href: sessionHref(child), "data-route": true,
             onclick: () => dialog.close() }, "Open new session"));
         }
       }

@@ -44,6 +44,28 @@ export function duration(seconds) {
 }
 
 export const secondsSince = (iso) => (Date.now() - Date.parse(iso)) / 1000;
+export const secondsBetween = (from, to) => (Date.parse(to) - Date.parse(from)) / 1000;
+
+// How long something took: "0.8s", "42s", "3m 04s", "1h 02m".
+export function took(seconds) {
+  if (seconds < 0.1) return "<0.1s";
+  if (seconds < 10) return `${seconds.toFixed(1)}s`;
+  const s = Math.round(seconds);
+  const two = (n) => String(n).padStart(2, "0");
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${two(s % 60)}s`;
+  return `${Math.floor(s / 3600)}h ${two(Math.floor(s / 60) % 60)}m`;
+}
+
+// When something happened, as a <time>: "14:02" today, "3 Dec 14:02" before; the full timestamp on hover.
+export function clock(iso) {
+  if (!iso) return null;
+  const date = new Date(iso);
+  const time = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const day = date.toDateString() === new Date().toDateString() ? ""
+    : date.toLocaleDateString([], { day: "numeric", month: "short" }) + " ";
+  return el("time", { datetime: iso, title: date.toLocaleString() }, day + time);
+}
 
 // A <time> element kept current by refreshTimes(), which the page calls every second.
 export function ago(iso) {
@@ -57,6 +79,17 @@ export function refreshTimes() {
   }
 }
 
+// The profile the page was opened for (`/?profile=NAME`): every request and every page address keeps it, so the
+// main daemon relays each one to that profile's daemon (docs/web.md).
+export const profile = new URLSearchParams(location.search).get("profile");
+
+export function withProfile(path) {
+  if (!profile) return path;
+  return `${path}${path.includes("?") ? "&" : "?"}profile=${encodeURIComponent(profile)}`;
+}
+
+export const sessionHref = (id) => withProfile(`/sessions/${encodeURIComponent(id)}`);
+
 // Every write carries a JSON body (an empty object when there is nothing to say).
 export async function api(method, path, body) {
   const init = { method, headers: { Accept: "application/json" } };
@@ -64,7 +97,7 @@ export async function api(method, path, body) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body ?? {});
   }
-  const response = await fetch(path, init);
+  const response = await fetch(withProfile(path), init);
   const text = await response.text();
   const answer = text ? JSON.parse(text) : {};
   if (!response.ok) {
@@ -87,7 +120,7 @@ export function follow(path, { onEvent, onOpen, onDrop, resume = false }) {
     while (!closed) {
       controller = new AbortController();
       try {
-        const target = resume ? `${path}?after_sequence=${last}` : path;
+        const target = withProfile(resume ? `${path}?after_sequence=${last}` : path);
         const response = await fetch(target, { headers: { Accept: "text/event-stream" }, signal: controller.signal });
         if (!response.ok) throw new Error(`the stream answered ${response.status}`);
         delay = 500;

@@ -42,6 +42,11 @@ export function renderMarkdown(text) {
   return blocks;
 }
 
+// Plain text with its `code` spans as <code> (the daemon's own advice names commands that way).
+export function withCode(text) {
+  return String(text).split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? el("code", {}, part) : part));
+}
+
 const startsBlock = (line) => FENCE.test(line) || HEADING.test(line) || ITEM.test(line);
 
 function inline(text) {

@@ -1,14 +1,15 @@
-// The session view: live transcript, working status line, composer, busy controls, queue,
-// runtime selection, session actions and the side panel.
-import { $, el, replace, api, follow, ago, duration, secondsSince } from "./dom.js";
-import { Derive, contextText, originText } from "./derive.js";
+// The session view: live transcript, working status line, composer, busy controls, session actions; the side
+// panel (side.js) and the queue (queue.js) are drawn from the same session read.
+import { $, el, replace, api, follow, duration, secondsSince } from "./dom.js";
+import { Derive } from "./derive.js";
 import { Transcript } from "./transcript.js";
-
-const RUNTIME_FIELDS = ["provider", "model", "reasoning_effort", "speed"];
+import { RUNTIME_FIELDS, renderSide } from "./side.js";
+import { loadQueue } from "./queue.js";
+import { words } from "./words.js";
 
 // A runtime stuck in a transitional status says which one and for how long (supervision.stuck).
 const attentionText = (session, stuck) =>
-  stuck ? `stuck ${stuck.status} for ${duration(stuck.seconds)}` : session.attention.replaceAll("_", " ");
+  stuck ? `stuck ${stuck.status} for ${duration(stuck.seconds)}` : words(session.attention);
 
 export function badges(session) {
   const busy = session.activity?.turn_in_flight;
@@ -22,26 +23,12 @@ export function badges(session) {
   ];
 }
 
-const optionText = (o) => `${o.id}=${o.value_id ?? o.bool_value}`;
-const runtimeText = (runtime) => runtime
-  ? [...RUNTIME_FIELDS.map((f) => runtime[f]), ...(runtime.acp_options || []).map(optionText)].filter(Boolean)
-    .join(" / ") || "default"
-  : "none";
-
-function rows(list, pairs) {
-  replace(list, pairs.filter(([, value]) => value != null && value !== "")
-    .map(([name, value]) => [el("dt", {}, name), el("dd", {}, value)]));
-}
-
-function sessionLink(id) {
-  return id ? el("a", { href: `/sessions/${encodeURIComponent(id)}`, "data-route": true, class: "name" }, id) : null;
-}
-
 export class SessionView {
   constructor({ alert, navigate, workspaceName }) {
     Object.assign(this, { alert, navigate, workspaceName });
     this.session = null;
     this.stream = null;
+    this.sending = 0; // prompts sent and not answered yet (an agent may be starting for them)
     this.derive = new Derive(this);
     this.wire();
   }
@@ -74,14 +61,26 @@ export class SessionView {
   }
 
   // The daemon-owned transcript, from the start (after a rewind: what stays active).
-  reloadTranscript() {
+  async reloadTranscript() {
     this.stream?.close();
     replace($("transcript"));
-    this.transcript = new Transcript($("transcript"), {
+    const transcript = this.transcript = new Transcript($("transcript"), {
       approve: (request_id, option_id) => this.act("POST", "/approve", { request_id, option_id }),
       messageActions: (event) => this.derive.messageActions(event) });
+    const derivation = this.session.derivation;
+    if (derivation?.seed === "native_fork" && derivation.carried_context !== "discarded") {
+      try {
+        const history = await api("GET", `${this.path}/history?limit=1000`);
+        if (this.transcript !== transcript) return;
+        transcript.carried(history.messages.filter((m) => m.carried), derivation.source_session_id);
+      } catch (error) {
+        this.alert(error);
+      }
+    }
+    if (this.transcript !== transcript || !this.session) return;  // another session opened meanwhile
     this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (record) => this.onEvent(record) });
     this.refreshSoon();
+    this.usageSoon();
   }
 
   close() {
@@ -90,6 +89,7 @@ export class SessionView {
     this.stream = null;
     this.session = null;
     clearTimeout(this.pending);
+    clearTimeout(this.usagePending);
   }
 
   onEvent(record) {
@@ -97,6 +97,7 @@ export class SessionView {
     const activity = this.session?.activity;
     if (activity?.awaiting_output_since && record.type !== "user_message") delete activity.awaiting_output_since;
     if (record.type === "agent_message" || record.type === "thought") return;
+    if (record.type === "done" || record.type === "error") this.usageSoon();
     this.tick();
     this.refreshSoon();
   }
@@ -111,10 +112,25 @@ export class SessionView {
     try {
       this.session = (await api("GET", this.path)).session;
       this.render();
-      await this.loadQueue();
+      await loadQueue(this);
     } catch (error) {
       this.alert(error);
     }
+  }
+
+  // Each turn's recorded usage (tokens and cost) comes from the session's inspect read.
+  usageSoon() {
+    clearTimeout(this.usagePending);
+    this.usagePending = setTimeout(async () => {
+      if (!this.session) return;
+      const transcript = this.transcript;
+      try {
+        const { usage } = await api("GET", `${this.path}/inspect`);
+        transcript.setUsage(usage?.turns || []);
+      } catch {
+        // usage is a nicety: the next turn's end asks again
+      }
+    }, 300);
   }
 
   async act(method, suffix, body) {
@@ -136,7 +152,7 @@ export class SessionView {
     replace($("session-actions"), this.actions(s));
     $("composer").hidden = s.archived;
     $("busy-controls").hidden = !s.activity?.turn_in_flight;
-    this.renderSide(s);
+    renderSide(s, { workspaceName: this.workspaceName, useCommand: (name) => this.useCommand(name) });
     this.tick();
   }
 
@@ -155,63 +171,10 @@ export class SessionView {
     ];
   }
 
-  renderSide(s) {
-    const failure = s.failure;
-    $("failure-section").hidden = !failure;
-    if (failure) {
-      const error = failure.agent_error;
-      rows($("failure"), [["Kind", failure.kind], ["Summary", failure.summary],
-        ["Agent error", error && el("code", {}, `${error.message} (${error.code})${"data" in error ? ": " + JSON.stringify(error.data) : ""}`)],
-        ["Agent stderr", failure.stderr_tail?.length && el("pre", { class: "stderr" }, failure.stderr_tail.join("\n"))],
-        ["Crash bundle", failure.crash_bundle_path && el("code", {}, failure.crash_bundle_path)]]);
-    }
-    this.renderAgent(s.runtime);
-    rows($("health"), [["State", s.state], ["Activity", s.health?.state], ["Health", s.health?.health],
-      ["Runtime", [s.runtime.status, s.runtime.transition].filter(Boolean).join(", ")],
-      ["Last activity", ago(s.activity?.last_activity_at)], ["Stop reason", s.stop_reason],
-      ["Stop detail", s.stop_detail], ["Attention", s.attention]]);
-    const effective = s.runtime.effective || s.runtime.last_known;
-    rows($("runtime"), [["Selected", `${runtimeText(s.runtime.selected)} (revision ${s.runtime.selection_revision})`],
-      ["Effective", runtimeText(effective)]]);
-    const form = $("runtime-form");
-    for (const field of RUNTIME_FIELDS) form.elements[field].placeholder = effective?.[field] || "";
-    const lineage = s.lineage || {};
-    rows($("lineage"), [["Workspace", this.workspaceName(s.workspace_id)], ["Directory", s.cwd],
-      ["Agent", s.agent_name], ["Type", s.type], ["Kind", lineage.kind || "root"],
-      ["Parent", sessionLink(lineage.parent_session_id)],
-      ["Root", lineage.root_session_id !== s.id ? sessionLink(lineage.root_session_id) : null],
-      ["Spawn depth", String(lineage.spawn_depth ?? 0)],
-      ...this.derivationRows(s.derivation)]);
-  }
-
-  // The agent's own commands (a click puts one in the composer) and its session modes (a runtime option).
-  renderAgent(runtime) {
-    const commands = runtime.available_commands || [];
-    $("commands-section").hidden = !commands.length;
-    replace($("commands"), commands.map((c) => el("li", {},
-      el("button", { type: "button", class: "link", onclick: () => this.useCommand(c.name) }, `/${c.name}`), " ",
-      el("span", { class: "muted" }, c.description || ""), c.hint ? el("span", { class: "muted" }, ` (${c.hint})`) : "")));
-    const modes = runtime.modes;
-    const select = $("runtime-form").elements.mode;
-    select.closest("label").hidden = !modes;
-    if (!modes) return;
-    const chosen = select.value;
-    replace(select, el("option", { value: "" }, `current: ${modes.current ?? "?"}`),
-      modes.available.map((m) => el("option", { value: m.id, title: m.description || "" }, m.name || m.id)));
-    select.value = chosen;
-  }
-
   useCommand(name) {
     const box = $("message");
     box.value = `/${name} ${box.value}`;
     box.focus();
-  }
-
-  derivationRows(d) {
-    if (!d) return [];
-    return [["Origin", originText(d)], ["Context", contextText(d)],
-      ["Seed", d.seed + (d.native_state ? ` (${d.native_state})` : "")], ["Clone error", d.native_fork_error],
-      ["First prompt", d.first_prompt]];
   }
 
   // The working status line, e.g. "Working for 42m · quiet for 12m", from activity and supervision; while the
@@ -224,7 +187,7 @@ export class SessionView {
       const who = starting.provider === starting.agent ? starting.agent : `${starting.agent} (${starting.provider})`;
       return replace(line, `Starting ${who}… ${duration(secondsSince(starting.since))}`);
     }
-    if (!s?.activity?.turn_in_flight) return replace(line);
+    if (!s?.activity?.turn_in_flight) return replace(line, this.sending ? "Sending…" : "");
     const started = this.transcript.turnStarts.get(s.activity.current_turn_id);
     const parts = [started ? `Working for ${duration(secondsSince(started))}` : "Working"];
     const waiting = s.activity.awaiting_output_since;
@@ -237,41 +200,21 @@ export class SessionView {
     replace(line, parts.join(" · "));
   }
 
-  async loadQueue() {
-    if (!this.session) return;
-    const { entries } = await api("GET", `${this.path}/prompt/queue`);
-    replace($("queue"), entries.length ? entries.map((entry) => this.queueEntry(entry))
-      : el("li", { class: "muted" }, "Nothing queued."));
-  }
-
-  queueEntry(entry) {
-    const n = entry.position;
-    const text = el("div", { class: "plain" }, entry.message);
-    const item = el("li", { "data-entry-id": entry.id }, text);
-    const edit = () => {
-      const box = el("textarea", { "aria-label": `Queued message ${n}`, rows: 2, value: entry.message });
-      const save = el("button", { type: "button", onclick: async () => {
-        if (await this.act("PUT", `/prompt/queue/${entry.id}`, { message: box.value })) this.loadQueue();
-      } }, "Save");
-      replace(item, box, el("span", {}, save, " ", el("button", { type: "button", onclick: () => this.loadQueue() }, "Discard")));
-      box.focus();
-    };
-    item.append(el("span", { class: "row-actions" },
-      el("button", { type: "button", "aria-label": `Edit queued message ${n}`, onclick: edit }, "Edit"), " ",
-      el("button", { type: "button", "aria-label": `Cancel queued message ${n}`, onclick: async () => {
-        if (await this.act("DELETE", `/prompt/queue/${entry.id}`)) this.loadQueue();
-      } }, "Cancel")));
-    return item;
-  }
-
   async send(mode) {
     const box = $("message");
     const message = box.value;
     if (!message.trim()) return;
-    const result = await this.act("POST", "/prompt", mode ? { message, mode } : { message });
-    if (result && box.value === message) box.value = ""; // keep what was typed meanwhile
-    // What a busy prompt did, in plain words (a steer this agent cannot take interrupts the turn instead).
-    replace($("composer-note"), result?.prompt?.note || "");
+    this.sending += 1;
+    this.tick();
+    try {
+      const result = await this.act("POST", "/prompt", mode ? { message, mode } : { message });
+      if (result && box.value === message) box.value = ""; // keep what was typed meanwhile
+      // What a busy prompt did, in plain words (a steer this agent cannot take interrupts the turn instead).
+      replace($("composer-note"), result?.prompt?.note || "");
+    } finally {
+      this.sending -= 1;
+      this.tick();
+    }
   }
 
   wire() {

@@ -1,7 +1,11 @@
-// The transcript: event records in sequence order become messages, thoughts, tool calls, plans,
-// permission requests and markers. Chunks of one agent message are folded into one block.
-import { el, replace } from "./dom.js";
+// The transcript: event records in sequence order become messages, thoughts, tool calls, plans, permission
+// requests, failure cards and markers, each said in words. Chunks of one agent message are folded into one
+// block. Every message shows when it was sent (and an answer how long it took to write); every turn ends with
+// a line that says when it ended, how long it took and, when the agent reported them, its tokens and cost.
+import { el, replace, clock, took, secondsBetween } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { failureCard } from "./failure.js";
+import { stoppedText, systemText, turnEndText, words } from "./words.js";
 
 const QUIET_TYPES = new Set(["runtime_progress", "usage"]);
 
@@ -10,19 +14,36 @@ export class Transcript {
     this.container = container;
     this.approve = approve;
     this.messageActions = messageActions; // event -> the buttons of a user message's header
-    this.last = null; // {kind, key, body, text} of the block that chunks may extend
+    this.last = null; // {kind, key, body, text, first, meta} of the block that chunks may extend
     this.tools = new Map();
     this.permissions = new Map();
     this.plans = new Map();
     this.turnStarts = new Map();
+    this.turnEnds = new Map(); // turn_id -> its end line's usage slot
+    this.usage = new Map(); // turn_id -> the usage the daemon recorded for it (session inspect)
   }
 
   add(event) {
     const follow = this.atBottom();
     const handler = HANDLERS[event.type];
     if (handler) handler.call(this, event, event.content || {});
-    else if (!QUIET_TYPES.has(event.type)) this.marker(event, event.type.replaceAll("_", " "));
+    else if (!QUIET_TYPES.has(event.type)) this.marker(event, words(event.type));
     if (follow) this.container.scrollTop = this.container.scrollHeight;
+  }
+
+  // What a native fork carries (its history's carried messages), shown before its own events: its
+  // agent's clone already knows them, so they are not in its log.
+  carried(messages, source) {
+    if (!messages.length) return;
+    const section = el("section", { class: "carried" },
+      el("p", { class: "marker" }, `Carried from ${source}`));
+    for (const m of messages) {
+      const user = m.role === "user";
+      section.append(el("article", { class: `msg ${user ? "user" : "agent"} carried`, "data-turn-id": m.turn_id || "" },
+        el("header", {}, user ? "You" : "Agent"),
+        user ? el("div", { class: "body plain" }, m.text) : el("div", { class: "body" }, renderMarkdown(m.text))));
+    }
+    this.block(section);
   }
 
   atBottom() {
@@ -40,18 +61,45 @@ export class Transcript {
     const key = event.content.agent_message_id || event.turn_id;
     if (this.last?.kind !== kind || this.last.key !== key) {
       const body = el("div", { class: "body" });
+      const meta = el("span", { class: "meta" }, clock(event.timestamp));
       const node = kind === "thought"
         ? el("details", { class: "thought" }, el("summary", {}, "Thought"), body)
-        : el("article", { class: "msg agent" }, el("header", {}, event.agent_name || "Agent"), body);
+        : el("article", { class: "msg agent" }, el("header", {}, el("span", { class: "who" }, event.agent_name || "Agent"),
+          meta), body);
       this.block(node, kind, key);
-      this.last.body = body;
+      Object.assign(this.last, { body, meta, first: event.timestamp });
     }
     this.last.text += event.content.text || "";
     replace(this.last.body, render(this.last.text));
+    const writing = secondsBetween(this.last.first, event.timestamp);
+    if (kind === "agent" && writing >= 1) replace(this.last.meta, clock(this.last.first), ` · ${took(writing)}`);
   }
 
   marker(event, text, tone = "") {
     this.block(el("p", { class: `marker ${tone}`, "data-type": event.type }, text));
+  }
+
+  // The turn's end line: when, how long since its message, and the usage the agent reported.
+  turnEnd(event, text, tone = "") {
+    const started = this.turnStarts.get(event.turn_id);
+    const usage = el("span", { class: "usage" });
+    this.block(el("p", { class: `turn-end ${tone}`, "data-turn-id": event.turn_id || "" },
+      text, " ", clock(event.timestamp), started ? ` · took ${took(secondsBetween(started, event.timestamp))}` : "",
+      usage));
+    if (!event.turn_id) return;
+    this.turnEnds.set(event.turn_id, usage);
+    const tokens = event.content?.usage; // what the prompt's answer said, until the recorded usage is read
+    const recorded = this.usage.get(event.turn_id) || (tokens && { tokens });
+    if (recorded) replace(usage, usageText(recorded));
+  }
+
+  // The usage each turn recorded (tokens, turn_cost), on the turns' end lines now or when they come.
+  setUsage(turns) {
+    for (const turn of turns) {
+      this.usage.set(turn.turn_id, turn);
+      const slot = this.turnEnds.get(turn.turn_id);
+      if (slot) replace(slot, usageText(turn));
+    }
   }
 
   // One button per option the agent offered, in its order and named as it named them; a click
@@ -67,6 +115,27 @@ export class Transcript {
   }
 }
 
+function usageText({ tokens, turn_cost: cost }) {
+  const count = (n) => Number(n).toLocaleString();
+  const parts = [];
+  if (tokens?.totalTokens != null || tokens?.inputTokens != null) {
+    const total = tokens.totalTokens ?? (tokens.inputTokens || 0) + (tokens.outputTokens || 0);
+    const split = tokens.inputTokens != null && tokens.outputTokens != null
+      ? ` (${count(tokens.inputTokens)} in, ${count(tokens.outputTokens)} out)` : "";
+    parts.push(`${count(total)} tokens${split}`);
+  }
+  if (cost) parts.push(money(cost));
+  return parts.map((part) => ` · ${part}`);
+}
+
+function money({ amount, currency }) {
+  try {
+    return new Intl.NumberFormat(undefined, { style: "currency", currency, maximumFractionDigits: 4 }).format(amount);
+  } catch {
+    return `${amount} ${currency}`;
+  }
+}
+
 // An answered request: the option chosen, as the agent named it, and who or what chose it.
 function answered(content) {
   const option = content.option;
@@ -74,11 +143,25 @@ function answered(content) {
   return el("span", { class: "decision" }, chosen, content.reason ? ` (${content.reason})` : "");
 }
 
+const MARKERS = {
+  provider_failure(event, marker) { this.block(failureCard(event, marker)); },
+  prompt_dropped(event, marker) { // "queued input could not start: CODE: message" says the message only
+    const summary = marker.summary || "";
+    this.marker(event, summary.replace(/^(queued input could not start: )[a-z_]+: /, "$1"),
+      /could not/.test(summary) ? "warn" : "");
+  },
+  prompt_cancel(event, marker) {
+    this.marker(event, /ignored/.test(marker.summary || "") ? "The agent ignored the stop; its process was ended"
+      : "You stopped the answer", "warn");
+  },
+};
+
 const HANDLERS = {
   user_message(event, content) {
     this.turnStarts.set(event.turn_id, event.timestamp);
     this.block(el("article", { class: "msg user", "data-message-id": content.message_id, "data-turn-id": event.turn_id },
-      el("header", {}, "You", el("span", { class: "msg-actions" }, this.messageActions(event))),
+      el("header", {}, el("span", { class: "who" }, "You"), el("span", { class: "meta" }, clock(event.timestamp)),
+        el("span", { class: "msg-actions" }, this.messageActions(event))),
       el("div", { class: "body plain" }, content.text)));
   },
   agent_message(event) { this.chunk(event, "agent", renderMarkdown); },
@@ -89,7 +172,7 @@ const HANDLERS = {
     if (known) return setStatus(known, content.status);
     const node = el("div", { class: "tool", "data-tool-call-id": content.tool_call_id },
       el("span", { class: "badge status" }), " ", el("strong", {}, content.title || "Tool call"),
-      " ", el("span", { class: "muted" }, content.kind || ""));
+      " ", el("span", { class: "muted" }, content.kind && content.kind !== "other" ? content.kind : ""));
     this.tools.set(content.tool_call_id, this.block(node));
     setStatus(node, content.status);
   },
@@ -101,7 +184,7 @@ const HANDLERS = {
 
   plan(event, content) {
     const list = el("ol", {}, (content.entries || []).map((entry) =>
-      el("li", { "data-status": entry.status }, el("span", { class: "badge" }, (entry.status || "pending").replaceAll("_", " ")), " ", entry.content)));
+      el("li", { "data-status": entry.status }, el("span", { class: "badge" }, words(entry.status || "pending")), " ", entry.content)));
     const known = this.plans.get(event.turn_id);
     if (known) return replace(known, el("h4", {}, "Plan"), list);
     this.plans.set(event.turn_id, this.block(el("div", { class: "plan" }, el("h4", {}, "Plan"), list)));
@@ -121,35 +204,45 @@ const HANDLERS = {
 
   "transcript_marker.created"(event, content) {
     const marker = content.marker || {};
-    this.marker(event, marker.summary || (marker.kind || "marker").replaceAll("_", " "));
+    const special = MARKERS[marker.kind];
+    if (special) return special.call(this, event, marker);
+    this.marker(event, marker.summary || words(marker.kind || "marker"));
   },
   done(event, content) {
-    if (content.stop_reason !== "end_turn") this.marker(event, `Turn ended: ${content.stop_reason}`, "warn");
-    else this.last = null;
+    if (content.stop_reason === "end_turn") this.turnEnd(event, "Finished");
+    else this.turnEnd(event, turnEndText(content.stop_reason), "warn");
   },
   error(event, content) {
     const error = content.error;
-    this.marker(event, `Turn failed: ${typeof error === "string" ? error : error?.message || JSON.stringify(error)}`, "bad");
+    this.turnEnd(event, `The turn failed: ${typeof error === "string" ? error : error?.message || JSON.stringify(error)}`,
+      "bad");
   },
-  session_stopped(event, content) {
-    this.marker(event, `Session stopped: ${content.stop_reason}${content.stop_detail ? ` (${content.stop_detail})` : ""}`);
+  session_stopped(event, content) { this.marker(event, stoppedText(content.stop_reason, content.stop_detail)); },
+  system(event, content) {
+    const text = systemText(content);
+    if (text) this.marker(event, text);
   },
-  system(event, content) { this.marker(event, (content.title || "system").replaceAll("_", " ")); },
-  runtime_warning(event, content) { this.marker(event, content.text || "runtime warning", "warn"); },
+  runtime_warning(event, content) { this.marker(event, content.text || "The agent reported a problem", "warn"); },
   runtime_recovery_started(event, content) {
-    this.marker(event, `Recovering: attempt ${content.attempt} of ${content.max_attempts}`, "warn");
+    this.marker(event, `The agent was lost; restarting it (attempt ${content.attempt} of ${content.max_attempts})`, "warn");
   },
-  runtime_recovery_succeeded(event) { this.marker(event, "Recovered"); },
-  runtime_recovery_exhausted(event, content) { this.marker(event, `Recovery failed: ${content.error || ""}`, "bad"); },
-  "session.supervision_warning"(event, content) { this.marker(event, content.text || "quiet", "warn"); },
-  "session.supervision_stopped"(event, content) { this.marker(event, `Stopped by supervision: ${content.cause}`, "warn"); },
+  runtime_recovery_succeeded(event) { this.marker(event, "The agent is back; the answer goes on"); },
+  runtime_recovery_exhausted(event, content) {
+    this.marker(event, `The agent could not be restarted${content.error ? `: ${content.error}` : ""}`, "bad");
+  },
+  "session.supervision_warning"(event, content) { this.marker(event, content.text || "The agent has been quiet", "warn"); },
+  "session.supervision_stopped"(event, content) {
+    this.marker(event, content.cause === "inactivity" ? "Stopped: the agent was silent too long"
+      : `Stopped by supervision (${words(content.cause)})`, "warn");
+  },
   "session.fallback.used"(event, content) {
-    this.marker(event, `Fallback route ${content.route}: ${content.provider}${content.model ? ` / ${content.model}` : ""}`, "warn");
+    this.marker(event, `${content.provider} could not start${content.code ? ` (${words(content.code)})` : ""}; `
+      + "trying the agent's next route", "warn");
   },
 };
 
 function setStatus(node, status) {
   if (!status) return;
   node.dataset.status = status;
-  replace(node.querySelector(".status"), status.replaceAll("_", " "));
+  replace(node.querySelector(".status"), words(status));
 }

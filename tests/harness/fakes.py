@@ -72,6 +72,14 @@ class FakeProcessTable:
     def marked(self, marker):
         return []
 
+    @staticmethod
+    def boot():
+        return BOOT
+
+    def identify(self, pid):
+        process = self.processes.get(pid)
+        return process.identity if process is not None and process.alive else None
+
     def alive(self, identity):
         process = self.processes.get(identity.pid)
         return process is not None and process.alive and process.identity == identity

@@ -39,6 +39,8 @@ def argv(op_name, fields):
         raise ScenarioError(f"{op_name}: the CLI has no spelling for {', '.join(sorted(fields))}")
     if op_name == STREAM:
         return command + ["-o", "json"]
+    if op_name.startswith("session.remove"):
+        return command + ["--yes"]  # a script removes without a terminal to confirm on
     return command + (["--detach"] if op_name == "session.prompt" else [])
 
 

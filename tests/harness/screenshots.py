@@ -1,8 +1,9 @@
 """Regenerate the web page screenshots in docs/: `python3 -m tests.harness.screenshots docs`.
 
 A throwaway daemon and the reference agent produce a real transcript (a finished turn with a
-thought, a plan, a tool call and Markdown; then a turn waiting for a permission, with a prompt queued
-behind it), and headless Chromium takes the list view, the session view and the continue dialog.
+thought, a plan, a tool call, Markdown and its usage; then a turn waiting for a permission, with a prompt
+queued behind it), and headless Chromium takes the list view (two sessions selected), the session view, the
+continue dialog and the session view at a phone's width.
 """
 
 import sys
@@ -16,7 +17,7 @@ from compozy.cli.client import Client
 from tests.harness import browser
 from tests.harness.daemon import DaemonProcess
 
-ANSWER = ("[thought The tokenizer and the parser share one loop; splitting them first.] [plan] [tool Read parser.py] "
+ANSWER = ("[usage] [thought The tokenizer and the parser share one loop; splitting them first.] [plan] [tool Read parser.py] "
           "Here is the plan:\n\n## Steps\n1. Split `tokenize()` into **two** passes\n2. Keep the *old* API working\n\n"
           "```python\ndef parse(text):\n    return Parser(tokenize(text)).run()\n```\n"
           "Details in [the notes](https://example.com/notes).")
@@ -50,27 +51,37 @@ def main(target):
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         (root / "home").mkdir()
-        (root / "home" / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n')
+        (root / "home" / "config.toml").write_text('[permissions]\nmode = "approve-reads"\n\n'
+                                                   '[agents.claude-code]\nprovider = "reference"\n')
         daemon = DaemonProcess(root / "home").start()
         try:
             session = populate(Client(daemon.socket_url), root)
             with sync_playwright() as playwright:
                 chromium = browser.launch(playwright)
-                page = chromium.new_page(viewport={"width": 1280, "height": 330})
-                page.goto(daemon.http_url + "/")
+                page = chromium.new_page(viewport={"width": 1280, "height": 400})
+                page.goto(daemon.page_url("/"))
                 expect(page.locator("#session-rows tr")).to_have_count(3)
+                for name in ("Proofread the install guide", "Draft the changelog"):
+                    page.get_by_role("checkbox", name=f"Select {name}").check()
                 page.screenshot(path=str(Path(target) / "web-list.png"))
                 page.set_viewport_size({"width": 1280, "height": 900})
                 page.goto(f"{daemon.http_url}/sessions/{session['id']}")
                 expect(page.get_by_role("group", name="Permission options")).to_be_visible()
                 expect(page.locator("#queue li")).to_contain_text("then run the test suite")
+                expect(page.locator("#transcript .turn-end").first).to_contain_text("$0.25")  # the recorded usage
                 page.screenshot(path=str(Path(target) / "web-session.png"))
                 page.get_by_role("button", name="Continue…").click()
                 dialog = page.get_by_role("dialog")
                 expect(dialog).to_contain_text("A running turn is left out")
-                dialog.get_by_label("Agent").fill("claude-code")
+                dialog.get_by_label("Agent").select_option("claude-code")
                 dialog.get_by_label("Message").fill("Carry on with step 1; run the tests first.")
                 page.screenshot(path=str(Path(target) / "web-continue.png"))
+                page.keyboard.press("Escape")
+                page.set_viewport_size({"width": 390, "height": 844})
+                expect(page.get_by_role("group", name="Permission options")).to_be_visible()
+                page.evaluate("document.activeElement.blur()")
+                page.locator("#transcript").evaluate("(node) => { node.scrollTop = node.scrollHeight; }")
+                page.screenshot(path=str(Path(target) / "web-phone.png"))
                 chromium.close()
         finally:
             daemon.stop()

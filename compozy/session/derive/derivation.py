@@ -163,7 +163,9 @@ class Deriver:
         try:
             clone = native.clone(session, self.services) if found.native_fork_possible and request.kind == "fork" \
                 else None
-            child = child_record(child_id, request, source, found, agent.name, _runtime(request, source), clone)
+            runtime, route, warning = _runtime(request, source, agent)
+            child = child_record(child_id, request, source, found, agent.name, runtime, clone)
+            child.derivation.update({"route": route} if route else {}, **({"route_warning": warning} if warning else {}))
             store.create(child, carried=found.carry.context(request.kind, source).to_dict())
         except BaseException:
             store.discard_directory(child_id)
@@ -199,12 +201,36 @@ class Deriver:
         return Outcome(child.record, child.record.derivation, outcome.replayed)
 
 
-def _runtime(request, source):
-    """A continue selects the runtime it was given; a fork selects the one its source last ran on
-    (the same provider, so the same account, model, reasoning effort and speed, and its options)."""
-    selected = request.runtime if request.kind == "continue" else \
-        layer(source.runtime.selected, _identity(source.runtime.last_known))
-    return {"selected": selected, "selection_revision": 1} if selected else None
+def _runtime(request, source, agent):
+    """(runtime, route, warning). A continue selects the runtime it was given; a fork selects the one its
+    source last ran on (the same provider, so the same account, model, reasoning effort and speed, and its
+    options). A source that ran on a declared route of its agent's fallback_chain (an overridden account)
+    forks onto that same route when the agent still declares it with that provider and model; otherwise
+    the fork binds the agent's default route, and says so."""
+    if request.kind == "continue":
+        selected, route, warning = request.runtime, None, None
+    else:
+        selected, route, warning = _fork_selection(source, agent)
+    return ({"selected": selected, "selection_revision": 1} if selected else None), route, warning
+
+
+def _fork_selection(source, agent):
+    ran = _identity(source.runtime.last_known)
+    selected = layer(source.runtime.selected, ran)
+    route = source.runtime.route
+    if not isinstance(route, int) or isinstance(route, bool) or (source.runtime.selected or {}).get("provider"):
+        return selected, None, None
+    unrouted = {name: value for name, value in selected.items() if name not in ("provider", "model")} or None
+    declared = agent.fallback_chain[route - 1] if 0 < route <= len(agent.fallback_chain) else None
+    if declared is not None and declared.provider == ran.get("provider") and \
+            declared.model in (None, ran.get("model")):
+        return {**(unrouted or {}), **({"model": ran["model"]} if ran.get("model") else {})} or None, route, None
+    now = f"declares {declared.provider}/{declared.model or 'its default model'} there" if declared else \
+        f"declares {len(agent.fallback_chain)} route(s)"
+    warning = f"the source ran on route {route} ({ran.get('provider')}/{ran.get('model') or 'default model'}) of " \
+              f'agent "{agent.name}", which now {now}: the fork binds the agent\'s default route instead'
+    log.warning("fork of %s: %s", source.id, warning)
+    return unrouted, None, warning
 
 
 def _identity(last_known):

@@ -24,11 +24,11 @@ SIDE_EFFECTS = ("Rewind changes the conversation only: file changes, tool effect
                 "external provider actions are not undone.")
 
 
-def derivable(record):
+def derivable(record, done="rewound, continued or forked"):
     """User sessions, provenance, recovery, continued and forked ones; never a daemon-managed one."""
     if record.type != SessionType.USER or (record.lineage or {}).get("kind") == LineageKind.SPAWN:
         raise CompozyError("session_not_derivable", f"session {record.id} is daemon-managed ({record.type}); "
-                           "only user sessions can be rewound, continued or forked", session_type=record.type)
+                           f"only user sessions can be {done}", session_type=record.type)
 
 
 class Rewinder:
@@ -47,27 +47,28 @@ class Rewinder:
         expected = expected_fences(body, required=True)
         print_ = fingerprint("rewind", message_id=message_id)
         with session.lock:
-            replay = self._replay(session, key, print_)
+            replay = self.replayed(session, key, print_)
             if replay is not None:
                 return replay
             derivable(session.record)
-            self._check_idle(session)
+            self.check_idle(session)
             check_fences(expected, fences_of(session.record, session.log.max_active_sequence()))
             return self._cut(session, key, print_, self._target(session, message_id))
 
-    def _replay(self, session, key, print_):
+    def replayed(self, session, key, print_):
+        """The recorded result of this key (a rewind's or a clear's), or None; another request is a conflict."""
         receipt = self.receipts.rewind(session.id, key)
         if receipt is None:
             return None
         if receipt["fingerprint"] != print_:
-            raise CompozyError("idempotency_conflict", "this idempotency_key was used to rewind to another message",
-                               idempotency_key=key)
+            raise CompozyError("idempotency_conflict", "this idempotency_key was used for another rewind or clear "
+                               "of this session", idempotency_key=key)
         return {**receipt["result"], "replayed": True}
 
-    def _check_idle(self, session):
+    def check_idle(self, session, action="rewind"):
         record = session.record
         if record.archived:
-            raise CompozyError("session_archived", "unarchive the session before rewinding it")
+            raise CompozyError("session_archived", f"unarchive the session before you {action} it")
         if session.stop_operation is not None or record.state in (SessionState.STOPPING, SessionState.STARTING):
             raise CompozyError("session_stop_in_progress", f"the session is {record.state}")
         busy = ("a turn is running" if session.turn is not None else
@@ -75,7 +76,7 @@ class Rewinder:
                 "an approval is pending" if self.services.catalog.interactions(session.id) else None)
         if busy:
             turn = {"current_turn_id": session.turn.id} if session.turn is not None else {}
-            raise CompozyError("session_turn_in_progress", f"{busy}; rewind needs an idle session", **turn)
+            raise CompozyError("session_turn_in_progress", f"{busy}; {action} needs an idle session", **turn)
 
     def _target(self, session, message_id):
         event = session.log.user_message(message_id)
@@ -97,27 +98,37 @@ class Rewinder:
                   "transcript_epoch": fences.get("epoch", 0) + 1, "generation": fences.get("generation", 0) + 1,
                   "max_sequence": log_.max_active_sequence(before=first), "idempotency_key": key,
                   "note": SIDE_EFFECTS}
-        self.receipts.add_rewind(session.id, key, print_, RewindState.PENDING.value, result)
-        self.binder.retire(session)  # the agent's context holds what is cut: the next prompt starts a fresh one
-        apply(session.log, session.record, result, self.services.catalog.ledger)
-        session.feed.forget()  # a viewer starting now reads only what stays active
-        session.save(fences=session.record.fences, runtime=session.record.runtime)
-        move(self.receipts, session.id, key, RewindState.PENDING, RewindState.COMPLETED)
+        self.commit(session, key, print_, result)
         log.info("session %s rewound to before %s: %d events archived (%d-%d)", session.id,
                  result["target_message_id"], result["archived_event_count"], first, last)
         return {**result, "replayed": False}
 
+    def commit(self, session, key, print_, result):
+        """A receipt first, then the agent retired, the cut applied, viewers reset, the record saved, the
+        receipt completed (boot finishes what an unclean exit interrupts in between)."""
+        self.receipts.add_rewind(session.id, key, print_, RewindState.PENDING.value, result)
+        self.binder.retire(session)  # the agent's context holds what is cut: the next prompt starts a fresh one
+        apply(session.log, session.record, result, self.services.catalog.ledger)
+        session.feed.forget()  # a viewer starting now reads only what stays active
+        discarded = {"derivation": session.record.derivation} if result.get("carried_context_discarded") else {}
+        session.save(fences=session.record.fences, runtime=session.record.runtime, **discarded)
+        move(self.receipts, session.id, key, RewindState.PENDING, RewindState.COMPLETED)
+
 
 def apply(events, record, result, ledger):
-    """The cut itself, idempotent: archive the suffix (its turns marked archived in the usage ledger, where they
-    still count), move the fences, drop the ACP session."""
-    first, last = result["archived_from_sequence"], result["archived_through_sequence"]
-    events.archive(first, last)
-    ledger.mark_archived(record.id, events.turn_ids_between(first, last))
+    """The cut itself, idempotent: archive the range (its turns marked archived in the usage ledger, where they
+    still count), move the fences, drop the ACP session (and, for a clear, the carried context: it stays stored,
+    never again prepended)."""
+    if result["archived_event_count"]:
+        first, last = result["archived_from_sequence"], result["archived_through_sequence"]
+        events.archive(first, last)
+        ledger.mark_archived(record.id, events.turn_ids_between(first, last))
     fences = record.fences or {}
     if fences.get("epoch", 0) < result["transcript_epoch"]:
         record.fences = {**fences, "epoch": result["transcript_epoch"], "generation": result["generation"]}
         record.runtime = record.runtime.replace(acp_session_id=None)
+    if result.get("carried_context_discarded") and record.derivation:
+        record.derivation = {**record.derivation, "carried_context": "discarded"}
 
 
 def move(receipts, session_id, key, old, new, repair=False):

@@ -1,10 +1,11 @@
-"""The inbox's operations on the façade: the list, its stream of changes, and answering an item.
+"""The inbox's operations on the façade: the daemon's status, the list, its stream of changes, answering an item.
 
 Layer 4 (a SessionManager mixin, like compozy.session.records.reading). An item's actions are the
 daemon's existing operations (approve with an option, stop), so answering an item runs that operation
 as any client would; the item then resolves itself when its cause ends, for every client at once.
 """
 
+from compozy import __version__
 from compozy import validate as v
 from compozy.api import OPS
 from compozy.errors import CompozyError
@@ -12,6 +13,7 @@ from compozy.ids import validate_id
 from compozy.session.records.reads import follow_batches
 
 DEFAULT_LIMIT = 200
+ATTENTION_LIMIT = 100  # sessions with a failure or an attention flag that the daemon's status lists
 
 
 class ChangeLog:
@@ -25,6 +27,22 @@ class ChangeLog:
 
 
 class InboxViews:
+    def daemon_status(self):
+        """The daemon at a glance: version, session counts by state, sessions that need attention."""
+        attention = []
+        for session_id in self.catalog.attention_ids(ATTENTION_LIMIT):
+            record = self._record(session_id)
+            entry = {k: getattr(record, k) for k in ("id", "name", "state", "workspace_id", "stop_reason",
+                                                     "stop_detail", "failure", "attention")}
+            live = self.live.get(session_id)
+            if live is not None and live.sources is not None and live.sources.stuck:
+                entry["stuck"] = live.sources.stuck  # how long its runtime has been transitional
+            attention.append(entry)
+        return {"status": {"version": __version__, "accepting": self.services.accepting,
+                           "sessions": self.catalog.state_counts(), "live": len(self.live),
+                           "attention": attention, "inbox": self.catalog.attention.open_summary(),
+                           "notifier_runs": self.catalog.attention.recent_runs(10)}}
+
     def list_attention(self, query=None):
         """The open items across every session (or resolved ones, newest first), and the open counts."""
         query = v.check_query(query or {}, v.ATTENTION_QUERY)

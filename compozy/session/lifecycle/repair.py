@@ -8,8 +8,9 @@ import logging
 
 from compozy import proc
 from compozy.errors import CompozyError
+from compozy.session.lifecycle.recorded import prove_exit
 from compozy.session.records.control import move_admission, move_entry
-from compozy.states import (RUNTIME, SESSION, AdmissionState, Disposition, FailureKind, QueueStatus, RuntimeStatus,
+from compozy.states import (RUNTIME, SESSION, AdmissionState, Attention, Disposition, FailureKind, QueueStatus, RuntimeStatus,
                             SessionState, StopReason)
 
 log = logging.getLogger("compozy.repair")
@@ -23,6 +24,7 @@ MAYBE_REPAIRABLE = "json_extract(doc, '$.stop_reason') IN ({})".format(", ".join
 TOOL_INTERRUPTED = "Tool call interrupted before a result was persisted."
 TURN_INTERRUPTED = "Session interrupted before a terminal prompt event was persisted."
 AGENT_HOME_MARK = "COMPOZY_AGENT_HOME"
+ORPHAN_TERM_GRACE, ORPHAN_KILL_GRACE = 2.0, 5.0
 
 
 def stale_classification(record):
@@ -45,18 +47,23 @@ def kill_orphans(home, processes):
     """Agents a previous daemon on this home left behind (the home lock proves it is gone)."""
     found = processes.marked(f"{AGENT_HOME_MARK}={home.root}")
     for identity in found:
-        report = proc.kill_tree(identity, None, 2.0, 5.0, processes=processes)
+        report = proc.kill_tree(identity, None, ORPHAN_TERM_GRACE, ORPHAN_KILL_GRACE, processes=processes)
         log.warning("stopped orphaned agent pid %s from a previous daemon (verified=%s)", identity.pid,
                     report.verified)
     return len(found)
 
 
-def classify_stale(store):
+def classify_stale(store, processes=proc.LINUX):
     """Boot rules for sessions left starting, active or stopping; returns the repaired IDs."""
     changed = []
     for record in store.in_states((SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING), MAYBE_STALE):
         verdict = stale_classification(record)
         if verdict is None:
+            continue
+        _, unproven = prove_exit(record.runtime.process, processes, ORPHAN_TERM_GRACE, ORPHAN_KILL_GRACE)
+        if unproven is not None:
+            leave_stopping(store, record, unproven)
+            changed.append(record.id)
             continue
         reason, kind, detail = verdict
         stale = record.state
@@ -70,6 +77,17 @@ def classify_stale(store):
         log.warning("session %s was %s at an unclean exit: stopped (%s, %s)", record.id, stale, reason.value, detail)
         changed.append(record.id)
     return changed
+
+
+def leave_stopping(store, record, unproven):
+    """A recorded process whose exit cannot be proven: the session is left stopping, unverified and
+    needing attention (a stop retried later proves it gone or says again why it cannot)."""
+    stale, status = record.state, RUNTIME.check(record.runtime.status, RuntimeStatus.UNBOUND, repair=True)
+    record.change(state=SESSION.check(stale, SessionState.STOPPING, repair=True).value, verified=False,
+                  attention=Attention.STOP_VERIFICATION_FAILED.value, stop_detail=f"stop not verified: {unproven}",
+                  runtime=record.runtime.replace(status=status.value, transition="", recovery=None, effective=None))
+    store.save(record)
+    log.error("session %s was %s at an unclean exit: left stopping (%s)", record.id, stale, unproven)
 
 
 def settle_control_rows(store):

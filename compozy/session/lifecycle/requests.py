@@ -50,7 +50,7 @@ def archive(stopper, session, stop_first, caller_id=None):
     if session.state != SessionState.STOPPED:
         if not stop_first:
             raise CompozyError("session_not_stopped", "only a stopped session is archived; pass stop=true "
-                               "to stop it first", state=session.state)
+                               "(the native tool's stop: true) to stop it first", state=session.state)
         by_parent = caller_id is not None and is_spawned_child_of(session.record, caller_id)
         if not by_parent:
             refuse_user_action(session.record, "stopped")

@@ -10,9 +10,9 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from compozy import proc
 from compozy.acp.client import close_session
 from compozy.clock import iso_from_epoch
+from compozy.session.lifecycle.recorded import prove_exit
 from compozy.states import (STOP_REASON_BY_CAUSE, Attention, RuntimeStatus, SessionState, StopCause)
 
 log = logging.getLogger("compozy.stop")
@@ -90,14 +90,15 @@ class Stopper:
         binding = self._stop_candidate(candidate)
         if runtime is not None and runtime.process.spawn is not None:
             report = self._stop_process(session, runtime, deadline)
-        else:
-            report = self._stop_recorded(session)
+            unproven = None if report.verified else _survivors(report)
+        else:  # a process recorded by an earlier attempt or daemon: prove it gone by identity
+            report, unproven = prove_exit(session.record.runtime.process, self.processes, TERM_GRACE, KILL_GRACE)
         self._settle_worker(session)
-        for proof in (binding, report):
-            if proof is not None and not proof.verified:
-                return self._unverified(session, operation, _survivors(proof), escalated=proof.escalated)
-        return self._stopped(session, operation, escalated=bool(report and report.escalated),
-                             phase=_phase(report))
+        if binding is not None and not binding.verified:
+            return self._unverified(session, operation, _survivors(binding), escalated=binding.escalated)
+        if unproven is not None:
+            return self._unverified(session, operation, unproven, escalated=report.escalated)
+        return self._stopped(session, operation, escalated=report.escalated, phase=_phase(report))
 
     def _stop_process(self, session, runtime, deadline):
         turn = session.turn
@@ -118,15 +119,6 @@ class Stopper:
         candidate.released = True
         candidate.process.close_stdin()
         return candidate.process.kill_tree(0.5, KILL_GRACE)
-
-    def _stop_recorded(self, session):
-        """A process recorded by an earlier attempt or daemon: prove it gone by identity."""
-        identity = proc.ProcessIdentity.from_dict(session.record.runtime.process or {})
-        if identity is None:
-            return None
-        if not self.processes.alive(identity) and not self.processes.related(identity, None):
-            return None
-        return proc.kill_tree(identity, None, TERM_GRACE, KILL_GRACE, processes=self.processes)
 
     def _settle_worker(self, session):
         turn = session.turn
@@ -157,10 +149,11 @@ class Stopper:
 
     def _unverified(self, session, operation, survivors, escalated):
         log.error("session %s: stop could not prove exit (%s)", session.id, survivors)
-        session.save(attention=Attention.STOP_VERIFICATION_FAILED.value, verified=False, escalated=True)
+        escalated = bool(escalated or session.record.escalated)  # durable: once a signal was needed, it was
+        session.save(attention=Attention.STOP_VERIFICATION_FAILED.value, verified=False, escalated=escalated)
         session.append_event("runtime_warning", {"text": f"stop could not verify process exit: {survivors}",
                                                  "attention": Attention.STOP_VERIFICATION_FAILED.value})
-        return {"state": SessionState.STOPPING.value, "verified": False, "escalated": True,
+        return {"state": SessionState.STOPPING.value, "verified": False, "escalated": escalated,
                 "stop_cause": operation.cause.value, "phase": "unverified",
                 "attention": Attention.STOP_VERIFICATION_FAILED.value,
                 "stopped_after": round(self.clock.monotonic() - operation.started, 3)}

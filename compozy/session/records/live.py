@@ -196,7 +196,10 @@ class LiveSession:
         return serialize.health(self.record, runtime is not None and runtime.alive, turn is not None)
 
     def carried(self):
-        """The context this session carries from its source (a continue or fork), or None."""
+        """The context this session carries from its source (a continue or fork), or None (also once a
+        clear discarded it: it stays stored, never again prepended)."""
+        if (self.record.derivation or {}).get("carried_context") == "discarded":
+            return None
         if self._carried is None and self.record.derivation:
             document = self.log.carried()
             self._carried = CarriedContext.from_dict(document) if document else None

@@ -18,7 +18,8 @@ class SessionReads:
     def history(self, session_id, workspace, query=None):
         """One message per user prompt and per assistant answer."""
         record = self._record(session_id, workspace)
-        return reads.read_history(self.store.events(record), query, read_secrets(self.services, self.live.get(record.id)))
+        secrets = read_secrets(self.services, self.live.get(record.id))
+        return reads.read_history(self.store.events(record), query, secrets, record)
 
     def stream(self, session_id, workspace, after_sequence=None):
         """Follow the session's committed events from after_sequence (None = from now), a batch at a time."""

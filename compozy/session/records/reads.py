@@ -46,16 +46,39 @@ def read_events(log, query):
                                limit=limit, archive=_archive(query))}
 
 
-def read_history(log, query, secrets):
+def read_history(log, query, secrets, record=None):
     """A page of whole messages, placed by their first event's sequence (docs/decisions.md); secrets are
-    redacted from the answers' joined text (replay.assembled)."""
+    redacted from the answers' joined text (replay.assembled). The oldest active page of a native fork
+    starts with the conversation it carries (record: the session's)."""
     query = dict(query or {})
     _check_filters(query, HISTORY_FILTERS)
     after = v.query_int(query.get("after_sequence"), "after_sequence")
     before = v.query_int(query.get("before_sequence"), "before_sequence")
     limit = v.query_int(query.get("limit"), "limit", 1, MAX_READ_LIMIT) or DEFAULT_READ_LIMIT
-    records, page = historypage.page(log, _archive(query), after, before, limit)
-    return {"messages": fold_history(records, secrets=secrets), "page": page}
+    archive = _archive(query)
+    records, page = historypage.page(log, archive, after, before, limit)
+    messages = fold_history(records, secrets=secrets)
+    if not page["has_more"] and not after and archive != "archived" and _shows_carried(record):
+        carried = carried_messages(log.carried(), record.derivation)
+        messages, page = carried + messages, {**page, "carried_count": len(carried)}
+    return {"messages": messages, "page": page}
+
+
+def _shows_carried(record):
+    """A native fork's own log holds nothing of the conversation its agent's clone already knows (the
+    agent's replay of it is not recorded, so a rebuild never carries it twice): its history shows the
+    carried context instead, until a clear discards it."""
+    derivation = (record.derivation if record is not None else None) or {}
+    return derivation.get("seed") == "native_fork" and derivation.get("carried_context") != "discarded"
+
+
+def carried_messages(document, derivation):
+    """The carried conversation as history messages (`carried: true`, no message ID of this session)."""
+    if not document:
+        return []
+    return [{"message_id": None, "turn_id": entry.get("turn_id"), "role": entry["role"], "text": entry["text"],
+             "timestamp": derivation.get("created_at"), "carried": True}
+            for entry in document["entries"] if entry["role"] in ("user", "assistant")]
 
 
 def follow(log, feed, after, until=None, tick=IDLE_TICK_SECONDS):

@@ -31,8 +31,11 @@ def new_record(session_id, *, name, session_type, agent_name, workspace_id, cwd,
 class SessionStore:
     """Creates, saves, reads and removes session records on disk and in the catalog."""
 
-    def __init__(self, home, catalog, logs):
+    def __init__(self, home, catalog, logs, agent_defaults=lambda agent_name: None):
+        """agent_defaults(agent_name): that agent's configured runtime, shown by list rows of sessions that
+        never ran and select nothing."""
         self.home, self.catalog, self.logs = home, catalog, logs
+        self.agent_defaults = agent_defaults
 
     def create(self, record, carried=None):
         """Directory, events.db (with the context a derived session carries), meta.json, then the
@@ -59,7 +62,8 @@ class SessionStore:
 
     def index(self, record, document=None, orphaned=False, meta_mtime=None):
         """The catalog row, with the rendered read a list returns for sessions not live here."""
-        self.catalog.upsert_sessions([index_row(record, document, orphaned, meta_mtime)])
+        self.catalog.upsert_sessions([index_row(record, document, orphaned, meta_mtime,
+                                                self.agent_defaults(record.agent_name))])
 
     def get(self, session_id):
         """The indexed record, or None when the catalog does not know the ID."""
@@ -80,12 +84,12 @@ class SessionStore:
     def events(self, record):
         return self.logs.get(record.id, record.workspace_id)
 
-    @staticmethod
-    def indexable(document, meta_mtime=None):
+    def indexable(self, document, meta_mtime=None):
         """The catalog row of a meta.json document (read_meta); MetaError when it is no complete
         session document: a field every session has is missing, or a value is not of its kind."""
         try:
-            return index_row(SessionRecord.from_dict(document), meta_mtime=meta_mtime)
+            record = SessionRecord.from_dict(document)
+            return index_row(record, meta_mtime=meta_mtime, agent_defaults=self.agent_defaults(record.agent_name))
         except (TypeError, ValueError, AttributeError) as exc:
             raise MetaError(f"session {document.get('id')}: not a complete session document ({exc})") from None
 
@@ -121,9 +125,9 @@ class SessionStore:
         return found
 
 
-def index_row(record, document=None, orphaned=False, meta_mtime=None):
+def index_row(record, document=None, orphaned=False, meta_mtime=None, agent_defaults=None):
     max_sequence = (record.fences or {}).get("max_sequence", 0)
-    resource = encode(session_resource(record, None, max_sequence))
+    resource = encode(session_resource(record, None, max_sequence, agent_defaults))
     return session_row(document or record.to_dict(), resource, orphaned, meta_mtime)
 
 

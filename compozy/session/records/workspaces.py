@@ -42,7 +42,8 @@ def unsafe_reason(real, protected):
         return "system folders are not workspaces"
     for home in protected:
         if home == real or home.startswith(real.rstrip("/") + "/"):
-            return f"it contains the compozy home {home}"
+            return f"it contains the compozy home {home} (the daemon's sessions, logs and secret: an agent working " \
+                   f"there could read or change them); choose the project's own folder"
         if real.startswith(home + "/"):
             return f"it lies inside the compozy home {home}"
     return None
