@@ -6,6 +6,7 @@ import { Transcript } from "./transcript.js";
 import { RUNTIME_FIELDS, renderSide } from "./side.js";
 import { loadQueue } from "./queue.js";
 import { words } from "./words.js";
+import { totalsText } from "./usage.js";
 
 // A runtime stuck in a transitional status says which one and for how long (supervision.stuck).
 const attentionText = (session, stuck) =>
@@ -127,6 +128,8 @@ export class SessionView {
       try {
         const { usage } = await api("GET", `${this.path}/inspect`);
         transcript.setUsage(usage?.turns || []);
+        const { usage: ledger } = await api("GET", `${this.path}/usage`);
+        if (this.transcript === transcript) replace($("session-usage"), totalsText(ledger.total));
       } catch {
         // usage is a nicety: the next turn's end asks again
       }
