@@ -348,6 +348,13 @@ USAGE_OPERATIONS = (
               "continued or forked from", (Success(200, "SessionUsageAnswer"),), SESSION,
               query=v.SESSION_USAGE_QUERY, cli=_session_cli("session usage", flags=_flags("lineage"))),
 )
+ATTENTION_OPERATIONS += (
+    Operation("PUT", S + "/attention", "session.attention.set", "watch_turns",
+              "Opt the session in (or out): a turn that ends while nobody follows the session's events opens an "
+              "attention item turn_finished, resolved once someone looks (a viewer, a prompt)",
+              (Success(200, "SessionAttentionAnswer"),), SESSION, body=v.WATCH_TURNS_FIELDS,
+              cli=_session_cli("session attention", flags=_flags("turn_finished"))),
+)
 OPERATIONS += ATTENTION_OPERATIONS + USAGE_OPERATIONS
 OPS = {operation.name: operation for operation in OPERATIONS}
 TOOLS = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}

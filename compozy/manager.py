@@ -32,7 +32,7 @@ from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.governed import refuse_removal
 from compozy.session.records.listing import list_filters
 from compozy.session.records.live import LiveSession, Services
-from compozy.session.records.reading import SessionReads
+from compozy.session.records.reading import SessionReads, watched
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
 from compozy.session.records.settings import SettingsViews
@@ -235,7 +235,8 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxVi
             if admission.get("replayed"):
                 return
             ends = lambda r: r["turn_id"] == turn_id and r["type"] in ("done", "error")  # noqa: E731
-            for batch in reads.follow_batches(session.log, session.feed, cursor, until=ends):
+            for batch in watched(session, self.services, reads.follow_batches(session.log, session.feed, cursor,
+                                                                              until=ends)):
                 yield [(r["type"], r) for r in batch if r["turn_id"] == turn_id] if batch else (None, None)
         return events()
 

@@ -332,6 +332,7 @@ USAGE_QUERY = {"group_by": text(choices=USAGE_GROUPS), "since": text(max_length=
                "be empty"), "until": text(max_length=40, pattern=NOT_EMPTY, rule="must not be empty"),
                "workspace": text(pattern=NOT_EMPTY, rule="must be a workspace name or ID"), "agent": text(max_length=64)}
 SESSION_USAGE_QUERY = {"lineage": boolean()}
+WATCH_TURNS_FIELDS = {"turn_finished": boolean(required=True)}
 ANSWER_FIELDS = {"option_id": text(required=True, max_length=1000, pattern=NOT_EMPTY, rule="must not be empty")}
 PREVIEW_QUERY = {"message_id": token()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}

@@ -138,3 +138,20 @@ def test_removing_a_session_resolves_its_items_and_dismiss_resolves_one(manager,
     answer = daemon.answer_attention(left["id"], {"option_id": "dismiss"})
     assert (answer["item"]["status"], answer["item"]["resolution"], answer["result"]) == ("resolved", "dismissed", None)
     assert daemon.daemon_status()["status"]["inbox"] == {"total": 0, "by_kind": {}, "by_session": {}}
+
+
+def test_a_turn_that_ends_while_someone_follows_the_session_opens_no_item(manager, workspace):
+    daemon = manager()
+    session_id = daemon.create_session({"workspace_path": str(workspace)})["session"]["id"]
+    daemon.watch_turns(session_id, None, {"turn_finished": True})
+    follower = daemon.stream(session_id, None)
+    next(follower)  # following now
+    turn = daemon.prompt(session_id, None, {"message": "watched"})["prompt"]["turn_id"]
+    wait_for(lambda: daemon.events(session_id, None, {"turn_id": turn, "type": "done"})["events"], bool)
+    assert items(daemon, kind="turn_finished") == []
+    follower.close()  # nobody follows any more: the next turn's end is an item
+    turn = daemon.prompt(session_id, None, {"message": "unwatched"})["prompt"]["turn_id"]
+    [item] = wait_for(lambda: items(daemon, kind="turn_finished"), bool)
+    assert item["details"]["turn_id"] == turn
+    daemon.stream(session_id, None).__next__()  # someone looks: seen
+    assert items(daemon, kind="turn_finished") == []

@@ -10,8 +10,10 @@ import time
 
 import click
 
+from compozy.cli.completion import session_argument
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, output_option, table
+from compozy.cli.session import session
 from compozy.errors import CompozyError
 
 RETRY_EVERY = 0.5
@@ -99,3 +101,22 @@ def _changes(obj, after):
         except (OSError, http.client.HTTPException, ValueError):
             pass
         time.sleep(RETRY_EVERY)
+
+
+@session.command("attention")
+@session_argument
+@click.option("--turn-finished/--no-turn-finished", "turn_finished", default=True, show_default=True,
+              help="whether a turn that ends while nobody follows the session opens an inbox item")
+@output_option()
+@click.pass_obj
+def attention(obj, session_id, turn_finished, output):
+    """Opt a session in (or out) of an inbox item for each turn that ends while nobody watches it
+    (no page, attach or follower open); the item resolves once someone looks.
+
+    \b
+    Example:
+      compozy session attention 01J9Z3K6 --turn-finished
+    """
+    document = obj.call("session.attention.set", session_id=session_id, turn_finished=turn_finished)
+    emit(document, output, lambda d: f"{d['attention']['session_id']}: turn_finished "
+         f"{'on' if d['attention']['turn_finished'] else 'off'}")

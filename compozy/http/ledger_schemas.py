@@ -28,6 +28,8 @@ TURN = obj(["turn_id", "session_id", "agent", "tokens", "cost", "context", "dura
            started_at=nullable(TIMESTAMP), ended_at=TIMESTAMP, archived=BOOLEAN, budget_override=nullable(OBJECT))
 
 LEDGER_SCHEMAS = {
+    "SessionAttentionAnswer": obj(["attention"], attention=obj(["session_id", "turn_finished"], session_id=STRING,
+                                                               turn_finished=BOOLEAN)),
     "NotifierRun": obj(["id", "item_id", "kind", "command", "started_at", "exit_code"], id=STRING, item_id=STRING,
                        kind=STRING, command=array(STRING), started_at=TIMESTAMP, exit_code=nullable(INTEGER),
                        event=STRING, duration_ms=INTEGER, timed_out=BOOLEAN, output=STRING, truncated=BOOLEAN,

@@ -23,6 +23,7 @@ ATTENTION_WORDS = {"supervision_stale": "its supervision is stale (a source it r
                    "supervision_unknown": "its supervision is unknown (the process table cannot be read)",
                    "runtime_stuck": "its runtime is stuck in a transitional state",
                    "stop_unverified": "its stop could not be verified: processes may still run"}
+WATCH_TURNS = "inbox_turn_finished"  # meta.json: a turn ending with nobody watching opens an item (opt-in)
 DISMISS = {"id": "dismiss", "label": "Dismiss", "operation": None, "with": {}}
 
 
@@ -93,6 +94,21 @@ class Inbox:
         for event in records:
             if event["type"] == "permission":
                 self._permission(session.record, event)
+            elif event["type"] in ("done", "error") and session.record.extra.get(WATCH_TURNS) and not session.viewers:
+                self._unwatched_end(session.record, event)
+            elif event["type"] == "user_message":
+                self.seen(session.record)
+
+    def _unwatched_end(self, record, event):
+        content = event["content"]
+        how = f"done ({content.get('stop_reason')})" if event["type"] == "done" else f"error: {content.get('error')}"
+        self.open(f"turn:{event['turn_id']}", "turn_finished", record,
+                  f"{session_name(record)}: a turn ended while nobody watched: {how}"[:300], [DISMISS],
+                  {"turn_id": event["turn_id"], "end": event["type"], "stop_reason": content.get("stop_reason")})
+
+    def seen(self, record):
+        """Someone looks at the session (a viewer, a prompt): its unwatched turn ends are seen."""
+        self.resolve("session_id = ? AND kind = 'turn_finished' AND status = 'open'", (record.id,), "seen")
 
     def _permission(self, record, event):
         content = event["content"]

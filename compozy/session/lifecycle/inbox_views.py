@@ -10,6 +10,7 @@ from compozy import validate as v
 from compozy.api import OPS
 from compozy.errors import CompozyError
 from compozy.ids import validate_id
+from compozy.session.lifecycle.inbox import WATCH_TURNS
 from compozy.session.records.reads import follow_batches
 
 DEFAULT_LIMIT = 200
@@ -71,6 +72,18 @@ class InboxViews:
             yield [snapshot]
             after_sequence = snapshot["sequence"]
         yield from follow_batches(ChangeLog(inbox), inbox.feed, min(after_sequence, inbox.items.last_change))
+
+    def watch_turns(self, session_id, workspace, body):
+        """Opt a session in (or out): a turn that ends while no viewer follows it opens a turn_finished item."""
+        body = v.check_body(body, v.WATCH_TURNS_FIELDS)
+        session = self._session(session_id, workspace)
+        with session.lock:
+            if body["turn_finished"]:
+                session.record.extra[WATCH_TURNS] = True
+            else:
+                session.record.extra.pop(WATCH_TURNS, None)
+            session.save()
+        return {"attention": {"session_id": session.id, "turn_finished": body["turn_finished"]}}
 
     def answer_attention(self, item_id, body):
         """Run the action of an open item that `option_id` names: the option of a permission request, stop,

@@ -72,6 +72,7 @@ class LiveSession:
         self.stop_operation = None
         self.permissions = {}  # request_id -> PendingPermission
         self.inflight = {}  # idempotency_key -> Turn still binding
+        self.viewers = 0  # open streams of its events: a turn that ends with none may open an inbox item
         self.tool_calls_in_flight = 0  # native tool calls of this session's agent the daemon serves now
         self.activity = {"last_activity_at": (record.activity or {}).get("last_activity_at"),
                          "last_activity_kind": None}
