@@ -155,3 +155,26 @@ def test_a_turn_that_ends_while_someone_follows_the_session_opens_no_item(manage
     assert item["details"]["turn_id"] == turn
     daemon.stream(session_id, None).__next__()  # someone looks: seen
     assert items(daemon, kind="turn_finished") == []
+
+
+def test_inbox_follow_prints_each_change_and_follows_across_a_daemon_restart(held_daemon, home, workspace):
+    from tests.harness.cli import run_cli, spawn_cli
+    api = held_daemon.client()
+    session = api.call("POST", "/api/sessions", {"workspace_path": str(workspace), "name": "followed"})[1]["session"]
+    base = f"/api/workspaces/{session['workspace_id']}/sessions/{session['id']}"
+    child = spawn_cli(home, "inbox", "--follow", extra_env={"NO_COLOR": "1"})
+    try:
+        child.expect("nothing needs you")
+        api.call("POST", base + "/prompt", {"message": HELD})
+        child.expect(r"\+ (attn_\w+)  permission  " + session["id"] + "  followed: the agent asks permission")
+        item_id = child.match.group(1)
+        # The shutdown answers the held request cancelled; the follower reconnects after the restart and
+        # prints that resolution, read from the catalog after the last change it printed.
+        held_daemon.restart()
+        child.expect(r"- " + item_id + r"  permission  resolved: answered cancelled \(cancelled\)")
+        listed = run_cli(home, "inbox", "-o", "json")
+        assert listed.returncode == 0 and '"status": "open"' not in listed.stdout
+    finally:
+        child.terminate(force=True)
+    answered = run_cli(home, "inbox", "answer", item_id, "yes")
+    assert answered.returncode == 1 and "Error: attention_item_resolved:" in answered.stderr
