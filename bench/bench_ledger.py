@@ -21,7 +21,7 @@ from compozy.ids import new_id
 from compozy.paths import Home
 from compozy.store.catalog import Catalog
 from tests.harness.daemon import auth_for
-from conftest import ms, raw_timings, start_daemon, summary, table, verdict
+from conftest import raw_timings, start_daemon, summary, table, verdict
 
 SESSIONS = 10_000
 TURNS = 3

@@ -336,6 +336,11 @@ ATTENTION_OPERATIONS = (
               ("invalid_request", "attention_item_not_found", "attention_item_resolved", "attention_action_not_offered",
                "permission_request_not_found", "session_not_found", "workspace_not_found", "session_daemon_managed"),
               body=v.ANSWER_FIELDS, cli=Cli("inbox answer", ("item_id", "option_id"))),
+    Operation("PUT", S + "/attention", "session.attention.set", "watch_turns",
+              "Opt the session in (or out): a turn that ends while nobody follows the session's events opens an "
+              "attention item turn_finished, resolved once someone looks (a viewer, a prompt)",
+              (Success(200, "SessionAttentionAnswer"),), SESSION, body=v.WATCH_TURNS_FIELDS,
+              cli=_session_cli("session attention", flags=_flags("turn_finished"))),
 )
 USAGE_OPERATIONS = (
     Operation("GET", "/api/usage", "usage.summary", "usage_summary",
@@ -347,13 +352,6 @@ USAGE_OPERATIONS = (
               "A session's turns in the usage ledger and their sums; lineage=true adds the sessions it was "
               "continued or forked from", (Success(200, "SessionUsageAnswer"),), SESSION,
               query=v.SESSION_USAGE_QUERY, cli=_session_cli("session usage", flags=_flags("lineage"))),
-)
-ATTENTION_OPERATIONS += (
-    Operation("PUT", S + "/attention", "session.attention.set", "watch_turns",
-              "Opt the session in (or out): a turn that ends while nobody follows the session's events opens an "
-              "attention item turn_finished, resolved once someone looks (a viewer, a prompt)",
-              (Success(200, "SessionAttentionAnswer"),), SESSION, body=v.WATCH_TURNS_FIELDS,
-              cli=_session_cli("session attention", flags=_flags("turn_finished"))),
 )
 OPERATIONS += ATTENTION_OPERATIONS + USAGE_OPERATIONS
 OPS = {operation.name: operation for operation in OPERATIONS}
