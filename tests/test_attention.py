@@ -178,3 +178,15 @@ def test_inbox_follow_prints_each_change_and_follows_across_a_daemon_restart(hel
         child.terminate(force=True)
     answered = run_cli(home, "inbox", "answer", item_id, "yes")
     assert answered.returncode == 1 and "Error: attention_item_resolved:" in answered.stderr
+
+
+def test_a_stopped_sessions_failure_offers_the_transcript_repair(manager, workspace):
+    daemon = manager()
+    session_id = daemon.create_session({"workspace_path": str(workspace)})["session"]["id"]
+    daemon.stop_session(session_id, None, {"wait": True})
+    daemon._session(session_id).save(failure={"kind": "process_exit", "summary": "exited 9"})
+    [item] = items(daemon)
+    assert [a["id"] for a in item["actions"]] == ["repair", "dismiss"]
+    answer = daemon.answer_attention(item["id"], {"option_id": "repair"})
+    assert answer["result"]["repair"]["session_id"] == session_id
+    assert answer["item"]["status"] == "open"  # the failure stays until the next start: a person may dismiss it

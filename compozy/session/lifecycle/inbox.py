@@ -13,7 +13,7 @@ import logging
 
 from compozy.session.records.feed import Feed
 from compozy.session.records.record import SessionRecord
-from compozy.states import Attention, FailureKind
+from compozy.states import Attention, FailureKind, SessionState
 
 log = logging.getLogger("compozy.inbox")
 
@@ -42,6 +42,11 @@ def permission_actions(record, request_id, options):
 def stop_action(record):
     return {"id": "stop", "label": "Stop the session", "operation": "session.stop",
             "with": {"session_id": record.id, "workspace": record.workspace_id, "wait": False}}
+
+
+def repair_action(record):
+    return {"id": "repair", "label": "Repair the transcript", "operation": "session.repair",
+            "with": {"session_id": record.id, "workspace": record.workspace_id, "force": True}}
 
 
 def failure_kind(record, failure):
@@ -146,8 +151,10 @@ class Inbox:
             self.resolve_cause(f"failure:{record.id}", "the next start succeeded" if new is None else "replaced")
         if new:
             kind = failure_kind(record, new)
+            repair = [repair_action(record)] if record.state == SessionState.STOPPED and kind != "provider_auth_failure" \
+                else []
             self.open(f"failure:{record.id}", kind, record,
-                      f"{session_name(record)}: {new.get('summary') or new.get('kind')}"[:300], [DISMISS],
+                      f"{session_name(record)}: {new.get('summary') or new.get('kind')}"[:300], [*repair, DISMISS],
                       {"failure": {k: new.get(k) for k in ("kind", "summary", "exit_code", "signal") if k in new},
                        "stop_reason": record.stop_reason, "stop_detail": record.stop_detail})
 
