@@ -75,7 +75,7 @@ def test_a_sessions_totals_and_the_thirty_day_chart_by_agent(web):
     chart = page.get_by_role("img", name="Tokens per day over the last 30 days, by agent; the busiest day: 1,200")
     expect(chart).to_be_visible()
     expect(chart.locator("rect[data-agent='general']")).to_have_count(1)
-    row = page.locator("#usage-agents tr")
+    row = page.locator("#usage-agents tbody tr")
     expect(row).to_have_count(1)
     expect(row).to_contain_text("general")
     expect(row).to_contain_text("1,200")

@@ -339,20 +339,25 @@ def _status_text(document):
     status = document["status"]
     counts = ", ".join(f"{n} {state}" for state, n in sorted(status["sessions"].items())) or "no sessions"
     lines = [f"compozy {status['version']}: {counts}; {status['live']} live in this daemon"]
-    inbox = status.get("inbox") or {}
-    if inbox.get("total"):
-        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(inbox["by_kind"].items()))
-        lines.append(f"inbox: {inbox['total']} open ({kinds}); `compozy inbox` lists them")
-        lines += [f"  {sid}  {n} open" for sid, n in sorted(inbox["by_session"].items())]
-    for run in status.get("notifier_runs") or []:
-        outcome = run.get("skipped") or ("timed out" if run.get("timed_out") else f"exit {run.get('exit_code')}")
-        lines.append(f"notifier  {run['started_at'][:19]}  {run['item_id']}  {run['kind']}: {outcome}")
     for session in status["attention"]:
         failure, stuck = session.get("failure") or {}, session.get("stuck")
         detail = _stuck_text(stuck) if stuck else failure.get("summary") or session.get("stop_detail") or ""
         lines.append(f"  {session['id']}  {session['state']}  {session.get('attention') or failure.get('kind')}: "
                      f"{detail}")
-    return "\n".join(lines)
+    return "\n".join(lines + _inbox_lines(status))
+
+
+def _inbox_lines(status):
+    """The inbox's open items by kind and session, and the newest notifier runs."""
+    inbox, lines = status.get("inbox") or {}, []
+    if inbox.get("total"):
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(inbox["by_kind"].items()))
+        lines.append(f"inbox: {inbox['total']} open ({kinds}); `compozy inbox` lists them")
+        lines += [f"  {sid}  {n} in the inbox" for sid, n in sorted(inbox["by_session"].items())]
+    for run in status.get("notifier_runs") or []:
+        outcome = run.get("skipped") or ("timed out" if run.get("timed_out") else f"exit {run.get('exit_code')}")
+        lines.append(f"notifier  {run['started_at'][:19]}  {run['item_id']}  {run['kind']}: {outcome}")
+    return lines
 
 
 def _stuck_text(stuck):

@@ -120,9 +120,11 @@ def add_profile_option(group):
     """`--profile NAME` on every command as well, as the seed writes it (`compozy session stop --profile
     NAME ...`); it is eager, so defaults that depend on the profile (daemon start's port) see it."""
     for command in group.commands.values():
-        if isinstance(command, click.Group):
+        grouped = isinstance(command, click.Group)
+        if grouped:
             add_profile_option(command)
-        elif not any(param.name == "command_profile" for param in command.params):
+        if (not grouped or command.invoke_without_command) and \
+                not any(param.name == "command_profile" for param in command.params):  # `inbox` is a command too
             command.params.append(click.Option(["--profile", "command_profile"], metavar="NAME", expose_value=False,
                                                is_eager=True, callback=_profile_chosen, help=PROFILE_HELP))
 

@@ -57,11 +57,14 @@ export class UsageView {
         new Map(series[i].usage.groups.map((group) => [group.key, group.tokens.total]))]));
       replace($("usage-total"), `Last ${DAYS} days: ${totalsText(usage.total)}`);
       replace($("usage-chart"), chart(days, agents, byAgent));
-      replace($("usage-agents"), usage.groups.map((group, i) => el("tr", {},
-        el("td", {}, el("span", { class: `swatch series-${i % 6}` }), " ", group.key),
-        el("td", {}, String(group.turns)), el("td", {}, count(group.tokens.input)),
-        el("td", {}, count(group.tokens.output)), el("td", {}, count(group.tokens.total)),
-        el("td", {}, costText(group.cost)))));
+      // Built here, not in the document: a page with one table is what every view of the list expects.
+      replace($("usage-agents"), el("table", { class: "usage-agents" },
+        el("thead", {}, el("tr", {}, ["Agent", "Turns", "Input", "Output", "Tokens", "Cost"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, usage.groups.map((group, i) => el("tr", {},
+          el("td", {}, el("span", { class: `swatch series-${i % 6}` }), " ", group.key),
+          el("td", {}, String(group.turns)), el("td", {}, count(group.tokens.input)),
+          el("td", {}, count(group.tokens.output)), el("td", {}, count(group.tokens.total)),
+          el("td", {}, costText(group.cost)))))));
     } catch (error) {
       this.alert(error);
     }
