@@ -12,7 +12,9 @@ façade method.
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
+from compozy import parsing
 from compozy import validate as v
 from compozy.states import DeriveAnswer, Disposition, StopAnswer
 
@@ -80,6 +82,14 @@ class Operation:
     @property
     def path_params(self):
         return tuple(PARAMETER.findall(self.rule))
+
+    @cached_property
+    def request_type(self):
+        return parsing.request_type(self)
+
+    def parse(self, path=None, body=None, query=None):
+        """This operation's typed request (compozy/parsing.py): the one place its input is checked."""
+        return parsing.parse(self, path, body, query)
 
     def status_for(self, kind=None):
         """The HTTP status of a result of this kind (None: a plain document)."""
@@ -176,7 +186,8 @@ OPERATIONS = (
                         ("parent", "root", "state", "limit"), target="")),
     Operation("GET", "/api/sessions/stream", "session.catalog_stream", "catalog_stream",
               "Server-Sent Events of catalog changes for list views; resumes after Last-Event-ID",
-              (Success(200, None),), ("invalid_request",), headers={"Last-Event-ID": v.SEQUENCE}, stream="always"),
+              (Success(200, None),), ("invalid_request",), query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},
+              stream="always"),
     Operation("GET", "/api/sessions/<session_id>", "session.get", "get_session", "Read a session",
               (Success(200, "SessionAnswer"),), ("invalid_request", "session_not_found"),
               cli=_session_cli("session get")),

@@ -9,11 +9,11 @@ import logging
 import threading
 from functools import partial
 
-from compozy import __version__, serialize
-from compozy import validate as v
+from compozy import __version__, parsing, serialize
+from compozy.api import OPERATIONS
 from compozy.clock import SYSTEM
-from compozy.errors import CompozyError, invalid
-from compozy.ids import is_valid_id, validate_id
+from compozy.errors import CompozyError
+from compozy.ids import validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
@@ -123,7 +123,6 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxVi
 
     def create_workspace(self, body):
         """Register a workspace by name and absolute path."""
-        body = v.check_body(body, v.WORKSPACE_FIELDS)
         return {"workspace": serialize.workspace_resource(self.workspaces.register(body["name"], body["path"]))}
 
     def list_workspaces(self):
@@ -178,15 +177,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxVi
         encoded=True answers JSON text assembled from each row's stored rendered read, so a
         page of 1,000 sessions costs one query and a join, not 1,000 decodes and encodes.
         """
-        query = dict(query or {})
-        unknown = sorted(set(query) - set(v.LIST_QUERY))
-        if unknown:
-            raise invalid(f"unknown filter(s): {', '.join(unknown)}", filters=unknown)
-        bounds = v.LIST_QUERY["limit"]
-        limit = v.query_int(query.get("limit"), "limit", bounds.minimum, bounds.maximum) or DEFAULT_LIST_LIMIT
-        cursor = query.get("cursor")
-        if cursor is not None and not is_valid_id(cursor, "sess"):
-            raise invalid("cursor must be the next_cursor of an earlier page", field="cursor")
+        limit, cursor = query.get("limit") or DEFAULT_LIST_LIMIT, query.get("cursor")
         rows, has_more, total = self.catalog.list_sessions(list_filters(query, self.workspaces), limit, cursor)
         page = {"limit": limit, "total": total, "has_more": has_more,
                 "next_cursor": rows[-1][0] if has_more and rows else None}
@@ -268,14 +259,11 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxVi
     def clear_runtime(self, session_id, workspace, query=None):
         """Clear the selection at query's expected_revision."""
         session = self._session(session_id, workspace)
-        revision = v.query_int((query or {}).get("expected_revision"), "expected_revision")
-        return {"session": self._resource(clear_selection(session, revision), precise=True)}
+        return {"session": self._resource(clear_selection(session, query["expected_revision"]), precise=True)}
 
     def approve(self, session_id, workspace, body):
         """Answer a pending permission request."""
         session = self._session(session_id, workspace)
-        body = v.check_body(body, v.APPROVE_FIELDS)
-        v.APPROVE_CHOICE.check(body)
         validate_id(body["request_id"], "perm", field="request_id", not_found="permission_request_not_found")
         option = self.requests.approve(session, body["request_id"], body.get("option_id"), body.get("decision"))
         return {"permission": {"request_id": body["request_id"], **outcome(option), "status": "approved"}}
@@ -294,7 +282,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxVi
         """Leave the default catalog (stopping first when the query says stop=true; a daemon-managed session is
         stopped only by its parent's agent, caller_id, as with stop)."""
         session = self._session(session_id, workspace)
-        stop = bool(v.query_bool((query or {}).get("stop"), "stop"))
+        stop = bool(query and query.get("stop"))
         return {"session": self._resource(lifecycle.archive(self.stopper, session, stop, caller_id), precise=True)}
 
     def unarchive_session(self, session_id, workspace):
@@ -304,7 +292,6 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxVi
     def repair_session(self, session_id, workspace, body):
         """Append-only transcript repair of an interrupted last turn."""
         session = self._session(session_id, workspace)
-        body = v.check_body(body, v.REPAIR_FIELDS)
         with session.lock:
             result = repair.repair(self.store, session.record, body.get("dry_run", False), body.get("force", False),
                                    publish=session.feed.publish)
@@ -388,3 +375,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxVi
 
     def _catalog_changed(self, change, record):
         catalog_changed(self.services.catalog_feed, change, record)
+
+
+# Each façade method the table names takes its operation's parsed request (compozy/parsing.py).
+parsing.edges(SessionManager, OPERATIONS, also=(("prompt_stream", "session.prompt"),))

@@ -5,6 +5,7 @@ specs below are the ones the operation table (compozy/api.py) shows in /api/open
 """
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compozy.errors import invalid
@@ -138,7 +139,7 @@ def check_body(body, spec, where="request body"):
     """The body with only declared fields; None values count as absent."""
     if body is None:
         body = {}
-    if not isinstance(body, dict):
+    if not isinstance(body, Mapping):  # a JSON object, or a parsed request (compozy/parsing.py)
         raise invalid(f"{where} must be a JSON object")
     unknown = sorted(set(body) - set(spec))
     if unknown:

@@ -11,6 +11,7 @@ import time
 
 import click
 
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import PROFILE_ENV, cli
 from compozy.cli.output import emit, output_option
 from compozy.errors import CompozyError
@@ -321,18 +322,9 @@ def _written_since(path, offset):
         return handle.read()[-4000:].decode("utf-8", "replace")
 
 
-@cli.command("status")
-@output_option()
-@click.pass_obj
-def overall_status(obj, output):
-    """The daemon at a glance: sessions by state and the ones with a failure or attention.
-
-    \b
-    Example:
-      compozy status
-    """
-    document = obj.call("daemon.status")
-    emit(document, output, _status_text)
+PRESENTATION["daemon.status"] = Presentation(
+    "The daemon at a glance: sessions by state and the ones with a failure or attention.",
+    text=lambda d: _status_text(d))
 
 
 def _status_text(document):

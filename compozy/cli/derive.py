@@ -10,6 +10,7 @@ import click
 
 from compozy.api import OPS
 from compozy.cli.completion import complete_agents, session_argument
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.output import context_line, derivation_lines, emit, fence_line, output_option
 from compozy.cli.prompting import runtime_body, runtime_options
 from compozy.cli.session import session
@@ -19,21 +20,11 @@ from compozy.ids import new_id
 FENCE_NAMES = tuple(name for name in OPS["session.rewind"].body if name.startswith("expected_"))
 
 
-@session.command("preview")
-@session_argument
-@click.option("--message-id", help="measure a fork through this user message and its turn")
-@output_option()
-@click.pass_obj
-def preview(obj, session_id, message_id, output):
-    """What a continue or fork would carry now, and the transcript fences it was measured at.
-
-    \b
-    Example:
-      compozy session preview sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
-      compozy session preview sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --message-id msg_01J9R2N3V0QF
-    """
-    document = obj.call("session.derive.preview", session_id=session_id, message_id=message_id)
-    emit(document, output, lambda d: _preview_text(d["preview"]))
+PRESENTATION["session.derive.preview"] = Presentation(
+    "What a continue or fork would carry now, and the transcript fences it was measured at.",
+    "compozy session preview sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY\n"
+    "compozy session preview sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --message-id msg_01J9R2N3V0QF",
+    lambda d: _preview_text(d["preview"]), {"message_id": "measure a fork through this user message and its turn"})
 
 
 def _preview_text(preview):

@@ -6,8 +6,8 @@ Layer 6 (surface).
 import click
 
 from compozy.cli.bulk import for_each, sessions_argument
-from compozy.cli.completion import session_argument
-from compozy.cli.output import emit, output_option, session_block
+from compozy.cli.generated import PRESENTATION, Presentation
+from compozy.cli.output import output_option, session_block
 from compozy.cli.session import session
 from compozy.errors import CompozyError
 
@@ -40,22 +40,6 @@ def stop(obj, session_ids, wait, output):
 
 def _stop_verb(session):
     return "stopped" if session["state"] == "stopped" else f"stopping ({session['state']})"
-
-
-@session.command("rename")
-@session_argument
-@click.argument("name")
-@output_option()
-@click.pass_obj
-def rename(obj, session_id, name, output):
-    """Name the session; an explicit name always wins over an auto title.
-
-    \b
-    Example:
-      compozy session rename sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY "release notes"
-    """
-    document = obj.call("session.rename", session_id=session_id, name=name)
-    emit(document, output, lambda d: session_block(d["session"]))
 
 
 def _outcome_text(outcome):
@@ -93,36 +77,20 @@ def _archive_one(obj, session_id, stop):
                            **exc.details) from None
 
 
-@session.command("unarchive")
-@session_argument
-@output_option()
-@click.pass_obj
-def unarchive(obj, session_id, output):
-    """Return an archived session to the default catalog (it stays stopped).
-
-    \b
-    Example:
-      compozy session unarchive sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
-    """
-    document = obj.call("session.unarchive", session_id=session_id)
-    emit(document, output, lambda d: f"unarchived {d['session']['id']}")
-
-
-@session.command("repair")
-@session_argument
-@click.option("--dry-run", is_flag=True, help="report what would be appended without writing")
-@click.option("--force", is_flag=True, help="repair even when the stop reason is not agent_crashed or error")
-@output_option()
-@click.pass_obj
-def repair(obj, session_id, dry_run, force, output):
-    """Terminalize an interrupted last turn by appending events (never rewriting).
-
-    \b
-    Example:
-      compozy session repair sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --dry-run
-    """
-    document = obj.call("session.repair", session_id=session_id, dry_run=dry_run, force=force)
-    emit(document, output, _repair_text)
+PRESENTATION.update({
+    "session.rename": Presentation(
+        "Name the session; an explicit name always wins over an auto title.",
+        'compozy session rename sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY "release notes"',
+        lambda d: session_block(d["session"])),
+    "session.unarchive": Presentation(
+        "Return an archived session to the default catalog (it stays stopped).",
+        text=lambda d: f"unarchived {d['session']['id']}"),
+    "session.repair": Presentation(
+        "Terminalize an interrupted last turn by appending events (never rewriting).",
+        "compozy session repair sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --dry-run", lambda d: _repair_text(d),
+        {"dry_run": "report what would be appended without writing",
+         "force": "repair even when the stop reason is not agent_crashed or error"}),
+})
 
 
 def _repair_text(document):

@@ -129,9 +129,18 @@ def add_profile_option(group):
                                                is_eager=True, callback=_profile_chosen, help=PROFILE_HELP))
 
 
-def main(argv=None):
+def commands():
+    """The whole command tree: the hand-written commands, then one generated for every other operation of
+    the table (compozy/cli/generated.py)."""
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
                              inbox, lifecycle, mcp, page, prompting, session, usage, workspace)
+    from compozy.cli.generated import generate
+    generate(cli)
+    return cli
+
+
+def main(argv=None):
+    commands()
     add_profile_option(cli)
     try:
         code = cli.main(args=argv, prog_name="compozy", standalone_mode=False)

@@ -10,8 +10,9 @@ import sys
 import click
 
 from compozy.cli.completion import session_argument
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import choice
-from compozy.cli.output import emit, output_option, quiet_option, table
+from compozy.cli.output import emit, output_option, table
 from compozy.cli.progress import BindingProgress
 from compozy.cli.render import admission_line, print_event
 from compozy.cli.session import session
@@ -164,21 +165,6 @@ def follow_prompt(frames, output):
     return 0 if last["type"] == "done" and last["content"].get("stop_reason") != "cancelled" else 1
 
 
-@session.command("cancel")
-@session_argument
-@output_option()
-@click.pass_obj
-def cancel(obj, session_id, output):
-    """Cancel the current turn without a replacement (the session stays active).
-
-    \b
-    Example:
-      compozy session cancel sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
-    """
-    document = obj.call("session.cancel", session_id=session_id)
-    emit(document, output, lambda d: f"cancelling turn {d['cancel']['turn_id']}")
-
-
 @session.command("approve")
 @session_argument
 @click.argument("request_id")
@@ -221,24 +207,6 @@ def input_group():
     Example:
       compozy session input list sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
     """
-
-
-@input_group.command("list")
-@session_argument
-@quiet_option("entry IDs")
-@output_option()
-@click.pass_obj
-def input_list(obj, session_id, quiet, output):
-    """List queued entries in run order (a header line on a terminal; -q for IDs only).
-
-    \b
-    Example:
-      compozy session input list sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
-    """
-    document = obj.call("session.input.list", session_id=session_id)
-    emit(document, output, lambda d: "\n".join(e["id"] for e in d["entries"]) if quiet else
-         table([(e["id"], e["mode"], e["message"][:60]) for e in d["entries"]], ("ID", "MODE", "MESSAGE"),
-               "queue is empty"))
 
 
 @input_group.command("edit")
@@ -285,20 +253,20 @@ def input_steer(obj, session_id, entry, message, expected_turn_id, message_id, i
     emit(document, output, lambda d: admission_line(d["prompt"]))
 
 
-@input_group.command("cancel")
-@session_argument
-@click.argument("entry", metavar="ENTRY_ID")
-@output_option()
-@click.pass_obj
-def input_cancel(obj, session_id, entry, output):
-    """Cancel a queued entry before it runs.
-
-    \b
-    Example:
-      compozy session input cancel sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM
-    """
-    document = obj.call("session.input.cancel", session_id=session_id, entry=entry)
-    emit(document, output, lambda d: f"canceled {d['entry']['id']}")
+PRESENTATION.update({
+    "session.cancel": Presentation(
+        "Cancel the current turn without a replacement (the session stays active).",
+        text=lambda d: f"cancelling turn {d['cancel']['turn_id']}"),
+    "session.input.list": Presentation(
+        "List queued entries in run order (a header line on a terminal; -q for IDs only).",
+        text=lambda d, quiet: "\n".join(e["id"] for e in d["entries"]) if quiet else
+        table([(e["id"], e["mode"], e["message"][:60]) for e in d["entries"]], ("ID", "MODE", "MESSAGE"),
+              "queue is empty"), quiet="entry IDs"),
+    "session.input.cancel": Presentation(
+        "Cancel a queued entry before it runs.",
+        "compozy session input cancel sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM",
+        lambda d: f"canceled {d['entry']['id']}"),
+})
 
 
 def _check_identity(message_id, idempotency_key):

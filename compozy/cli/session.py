@@ -13,6 +13,7 @@ import click
 from compozy.api import SECRET_ENV, SECRET_HEADER, SESSION_ENV, SESSION_HEADER
 from compozy.cli.bulk import for_each, sessions_argument
 from compozy.cli.completion import complete_agents, complete_sessions, complete_workspaces, session_argument
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, fence_line, output_option, quiet_option, session_block, session_table
 from compozy.errors import CompozyError
@@ -128,21 +129,6 @@ def _session_detail(resource):
                       f"Health        {health['state']} ({health['health']}), attachable={health['attachable']}"])
 
 
-@session.command("status")
-@session_argument
-@output_option()
-@click.pass_obj
-def status(obj, session_id, output):
-    """Compact status: health state, lifecycle state, stop reason, failure, attention.
-
-    \b
-    Example:
-      compozy session status sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
-    """
-    document = obj.call("session.status", session_id=session_id)
-    emit(document, output, lambda d: session_block(d["session"]))
-
-
 @session.command("remove")
 @sessions_argument
 @click.option("--workspace", help="remove them from this workspace (name or ID) only")
@@ -186,35 +172,18 @@ def _confirm_removal(resource):
     return click.confirm(f"{what}. Remove it?", default=False, err=True)
 
 
-@session.command("health")
-@session_argument
-@output_option()
-@click.pass_obj
-def health(obj, session_id, output):
-    """The health record: state, health, attachable, eligible_for_wake.
-
-    \b
-    Example:
-      compozy session health sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
-    """
-    document = obj.call("session.health", session_id=session_id)
-    emit(document, output, lambda d: "  ".join(f"{k}={v}" for k, v in d["health"].items()))
-
-
-@session.command("inspect")
-@session_argument
-@output_option()
-@click.pass_obj
-def inspect(obj, session_id, output):
-    """Everything about a session for debugging: resource, files, process, queue, recent events, the agent's
-    stderr (its last lines here, the last 64 KiB with -o json) and the usage each turn recorded.
-
-    \b
-    Example:
-      compozy session inspect sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
-    """
-    document = obj.call("session.inspect", session_id=session_id)
-    emit(document, output, _inspect_text)
+PRESENTATION.update({
+    "session.status": Presentation(
+        "Compact status: health state, lifecycle state, stop reason, failure, attention.",
+        text=lambda d: session_block(d["session"])),
+    "session.health": Presentation(
+        "The health record: state, health, attachable, eligible_for_wake.",
+        text=lambda d: "  ".join(f"{k}={v}" for k, v in d["health"].items())),
+    "session.inspect": Presentation(
+        "Everything about a session for debugging: resource, files, process, queue, recent events, the agent's\n"
+        "stderr (its last lines here, the last 64 KiB with -o json) and the usage each turn recorded.",
+        text=lambda d: _inspect_text(d)),
+})
 
 
 STDERR_LINES = 20

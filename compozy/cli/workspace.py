@@ -7,8 +7,9 @@ import os
 
 import click
 
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import cli
-from compozy.cli.output import emit, output_option, quiet_option, table
+from compozy.cli.output import emit, output_option, table
 
 
 @cli.group()
@@ -37,19 +38,9 @@ def add(obj, name, path, output):
     emit(document, output, lambda d: f"{d['workspace']['id']}  {d['workspace']['name']}  {d['workspace']['path']}")
 
 
-@workspace.command("list")
-@quiet_option("workspace names")
-@output_option()
-@click.pass_obj
-def list_(obj, quiet, output):
-    """List registered workspaces (a header line on a terminal; -q for names only).
-
-    \b
-    Example:
-      compozy workspace list -o json
-    """
-    document = obj.call("workspace.list")
-    emit(document, output, lambda d: _workspace_table(d["workspaces"], quiet))
+PRESENTATION["workspace.list"] = Presentation(
+    "List registered workspaces (a header line on a terminal; -q for names only).",
+    "compozy workspace list -o json", lambda d, quiet: _workspace_table(d["workspaces"], quiet), quiet="workspace names")
 
 
 def _workspace_table(workspaces, quiet):

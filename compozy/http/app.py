@@ -35,7 +35,7 @@ def create_app(manager, port=None, *, auth, remote_names=None, max_streams=MAX_S
     app.json.sort_keys = False
     app.extensions[EXTENSION] = StreamSlots(max_streams)
     document = openapi(__version__)
-    handlers = {"daemon.openapi": lambda *_: document, "daemon.login": login_view(auth, manager)}
+    handlers = {"daemon.openapi": routes.fixed(document), "daemon.login": login_view(auth, manager)}
     for operation in api.OPERATIONS:
         app.add_url_rule(operation.rule, endpoint=operation.name, methods=[operation.method],
                          view_func=routes.view(manager, operation, handlers.get(operation.name)))

@@ -24,8 +24,7 @@ from flask import Response, redirect, request
 
 from compozy import api
 from compozy.errors import CompozyError
-from compozy.http.guards import json_body
-from compozy.validate import check_body
+from compozy.http.guards import json_body, query_args
 
 LOGIN_TTL = 600.0  # seconds a one-time login token stays valid
 MAX_LOGINS = 64  # outstanding one-time tokens; minting one more forgets the oldest
@@ -135,8 +134,7 @@ def _equal(given, expected):
 def login_view(auth, manager):
     """The handler of `POST /api/login`: a one-time login URL for the list, or for one session's page."""
     def handler(_manager, operation, params):
-        body = check_body(json_body(), operation.body)
-        session_id = body.get("session_id")
+        session_id = operation.parse(body=json_body(), query=query_args()).session_id
         if session_id is not None:
             session_id = manager.get_session(session_id)["session"]["id"]  # session_not_found, as anywhere
         return {"login": auth.issue(f"/sessions/{session_id}" if session_id else "/")}

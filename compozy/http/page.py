@@ -2,14 +2,20 @@
 
 Layer 6 (surface). The files ship inside the package and are read with importlib.resources, so the
 page works from a zipapp. These routes are not API operations: they stay out of /api/openapi.json.
-The page routes on the client; the server answers the same document for every page path.
+The page routes on the client; the server answers the same document for every page path. The
+page's client (web/api.js) calls operations by name; their methods and rules come from the operation
+table itself, served as operations.js.
 """
 
 import functools
+import json
 from importlib import resources
 
 from flask import Response, abort
 
+from compozy import api
+
+OPERATIONS_MODULE = "operations.js"
 ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}  # Flask adds charset=utf-8
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
                            "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -24,8 +30,15 @@ def _read(name):
     return path.read_bytes() if path.is_file() else None
 
 
+@functools.cache
+def operations_module():
+    """operations.js: each operation's method and rule, by name, from the operation table."""
+    table = {operation.name: {"method": operation.method, "rule": operation.rule} for operation in api.OPERATIONS}
+    return f"// Served from compozy/api.py's operation table.\nexport const OPERATIONS = {json.dumps(table, indent=1)};\n".encode()
+
+
 def _respond(name, mimetype):
-    body = _read(name)
+    body = operations_module() if name == OPERATIONS_MODULE else _read(name)
     if body is None:
         abort(404)
     return Response(body, mimetype=mimetype, headers=HEADERS)

@@ -1,12 +1,13 @@
 // The configured agents (GET /api/agents), read once per page load and after a failed read, for the agent
 // choices of the create form and the continue dialog: a list, never a free-text box.
-import { el, api } from "./dom.js";
+import { el } from "./dom.js";
+import { call } from "./api.js";
 
 let known = null;
 
 export async function agents() {
   if (!known) {
-    known = api("GET", "/api/agents").catch((error) => {
+    known = call("agent.list").catch((error) => {
       known = null;
       throw error;
     });

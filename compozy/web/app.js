@@ -1,7 +1,8 @@
 // The page: client-side routing between the session list (/), one session (/sessions/<id>), the inbox (/inbox),
 // usage (/usage) and the settings (/settings), the list kept live by the catalog stream. At most three streams
 // are open: the catalog's and the inbox's, always, and the open session's.
-import { $, el, replace, api, follow, refreshTimes, withProfile, profile } from "./dom.js";
+import { $, el, replace, follow, refreshTimes, withProfile, profile } from "./dom.js";
+import { address, call } from "./api.js";
 import { SessionView } from "./session.js";
 import { SessionList } from "./list.js";
 import { SettingsView } from "./settings.js";
@@ -65,7 +66,7 @@ function route() {
 }
 
 async function loadWorkspaces() {
-  const { workspaces: listed } = await api("GET", "/api/workspaces");
+  const { workspaces: listed } = await call("workspace.list");
   const select = $("filter-workspace");
   const chosen = select.value;
   workspaces.clear();
@@ -97,7 +98,7 @@ for (const link of document.querySelectorAll("a[data-route]")) link.href = withP
 if (profile) replace($("profile"), `profile ${profile}`);
 setInterval(() => { refreshTimes(); session.tick(); }, 1000);
 
-follow("/api/sessions/stream", {
+follow(address("session.catalog_stream").path, {
   onEvent: onCatalogChange,
   onOpen: () => { replace($("connection"), "live"); if (!views.list.hidden) list.load(); },
   onDrop: () => replace($("connection"), "reconnecting…"),

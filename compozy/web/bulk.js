@@ -1,18 +1,17 @@
 // Bulk actions on the sessions selected in the list: Stop, Archive (Stop and archive when some run: running
 // ones are stopped first, stopped ones archived as they are) and Remove. Each session gets its own request,
 // through its own workspace (and the page's profile), and its own result line; one refusal stops nothing else.
-import { $, el, replace, api } from "./dom.js";
+import { $, el, replace } from "./dom.js";
+import { call, sessionOf } from "./api.js";
 
-const sessionPath = (s) =>
-  `/api/workspaces/${encodeURIComponent(s.workspace_id)}/sessions/${encodeURIComponent(s.id)}`;
 const running = (s) => s.state !== "stopped";
 
 const ACTIONS = {
-  stop: { request: (s) => ["POST", "/stop", { wait: false }], done: (s, answer) =>
+  stop: { request: (s) => ["session.stop", {}, { wait: false }], done: (s, answer) =>
     answer.session?.state === "stopped" ? "already stopped" : "stopping", applies: running },
-  archive: { request: (s) => ["POST", running(s) ? "/archive?stop=true" : "/archive"],
+  archive: { request: (s) => ["session.archive", running(s) ? { stop: true } : {}],
     done: (s) => running(s) ? "stopped and archived" : "archived", applies: (s) => !s.archived },
-  remove: { request: () => ["DELETE", ""], done: () => "removed", applies: () => true },
+  remove: { request: () => ["session.remove.scoped", {}], done: () => "removed", applies: () => true },
 };
 
 export class Bulk {
@@ -85,9 +84,9 @@ export class Bulk {
     const action = ACTIONS[name];
     const targets = [...this.selected.values()].filter(action.applies);
     const results = await Promise.all(targets.map(async (s) => {
-      const [method, suffix, body] = action.request(s);
+      const [operation, query, body] = action.request(s);
       try {
-        const answer = await api(method, sessionPath(s) + suffix, body);
+        const answer = await call(operation, { ...sessionOf(s), ...query }, body);
         this.selected.delete(s.id); // done: a failed one stays selected, to try again
         return { s, ok: true, text: action.done(s, answer) };
       } catch (error) {

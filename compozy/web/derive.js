@@ -2,7 +2,8 @@
 // read-only preview first; a dialog keeps one idempotency key per distinct request, so sending the
 // same request again gets the same new session back, and once a new session exists the dialog keeps
 // offering to open it.
-import { $, el, replace, api, sessionHref } from "./dom.js";
+import { $, el, replace, sessionHref } from "./dom.js";
+import { call } from "./api.js";
 import { agentSelect } from "./agents.js";
 
 const newKey = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
@@ -43,8 +44,8 @@ export class Derive {
     $("derive-dialog").addEventListener("close", (e) => replace(e.target)); // each dialog starts afresh
   }
 
-  get path() {
-    return this.view.path;
+  get scope() {
+    return this.view.scope;
   }
 
   derivable() {
@@ -70,8 +71,8 @@ export class Derive {
     }
     if (await ask($("confirm-rewind")) !== "rewind") return;
     try {
-      const { preview } = await api("GET", `${this.path}/derive/preview`);
-      const { rewind } = await api("POST", `${this.path}/rewind`,
+      const { preview } = await call("session.derive.preview", this.scope);
+      const { rewind } = await call("session.rewind", this.scope,
         { message_id: messageId, idempotency_key: newKey(), ...fenced(preview.fences) });
       this.view.reloadTranscript();
       box.value = rewind.draft_text;
@@ -83,10 +84,9 @@ export class Derive {
 
   // The fork (through a message, or whole) and continue dialog: the preview first, then the request.
   async dialog(kind, messageId = null) {
-    const query = messageId ? `?message_id=${encodeURIComponent(messageId)}` : "";
     let preview, agentField;
     try {
-      preview = (await api("GET", `${this.path}/derive/preview${query}`)).preview;
+      preview = (await call("session.derive.preview", { ...this.scope, message_id: messageId })).preview;
       agentField = kind === "continue" ? await agentSelect("agent_name", "Agent") : null;
     } catch (error) {
       return this.view.alert(error);
@@ -114,7 +114,7 @@ export class Derive {
       if (!keys.has(signature)) keys.set(signature, newKey()); // the same request again: the same key
       replace(status, "Working…");
       try {
-        const answer = await api("POST", `${this.path}/${kind}`,
+        const answer = await call(kind === "continue" ? "session.continue" : "session.fork", this.scope,
           { ...request, idempotency_key: keys.get(signature), ...fenced(preview.fences) });
         dialog.close();
         this.view.navigate(`/sessions/${encodeURIComponent(answer.session.id)}`);

@@ -1,8 +1,9 @@
-// The attention inbox: every item that needs a person across sessions, kept live by /api/attention/events (an
+// The attention inbox: every item that needs a person across sessions, kept live by its event stream (an
 // `inbox` snapshot on every (re)connection, then each item opened or resolved). The header's count shows on
 // every screen; the inbox view (/inbox) lists the items with their actions, which run the operation each names
-// (POST /api/attention/ITEM/answer), so an answer here clears the item everywhere.
-import { $, el, replace, api, follow, ago, sessionHref } from "./dom.js";
+// (attention.answer), so an answer here clears the item everywhere.
+import { $, el, replace, follow, ago, sessionHref } from "./dom.js";
+import { address, call } from "./api.js";
 import { words } from "./words.js";
 
 export class Inbox {
@@ -10,7 +11,7 @@ export class Inbox {
     this.alert = alert;
     this.items = new Map(); // id -> open item
     this.visible = false;
-    this.stream = follow("/api/attention/events", { onEvent: (change) => this.onChange(change) });
+    this.stream = follow(address("attention.stream").path, { onEvent: (change) => this.onChange(change) });
   }
 
   onChange(change) {
@@ -68,7 +69,7 @@ export class Inbox {
   async answer(item, action, status) {
     replace(status, "…");
     try {
-      await api("POST", `/api/attention/${encodeURIComponent(item.id)}/answer`, { option_id: action.id });
+      await call("attention.answer", { item_id: item.id }, { option_id: action.id });
       replace(status, "");
     } catch (error) {
       replace(status, error.body?.error || error.message);

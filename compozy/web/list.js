@@ -1,6 +1,7 @@
 // The session list: filters, one row per session (its runtime included), the create form with the configured
 // agents to choose from, and the selection the bulk actions (bulk.js) work on.
-import { $, el, replace, api, ago, sessionHref } from "./dom.js";
+import { $, el, replace, ago, sessionHref } from "./dom.js";
+import { call } from "./api.js";
 import { agentDefaults, agentSelect } from "./agents.js";
 import { Bulk } from "./bulk.js";
 import { badges } from "./session.js";
@@ -31,12 +32,12 @@ export class SessionList {
   }
 
   async load() {
-    const query = new URLSearchParams({ archive: $("filter-archive").value });
+    const query = { archive: $("filter-archive").value };
     for (const [name, id] of [["state", "filter-state"], ["workspace", "filter-workspace"]]) {
-      if ($(id).value) query.set(name, $(id).value);
+      if ($(id).value) query[name] = $(id).value;
     }
     try {
-      const { sessions, page } = await api("GET", `/api/sessions?${query}`);
+      const { sessions, page } = await call("session.list", query);
       if (sessions.some((s) => !this.workspaces.has(s.workspace_id))) await this.loadWorkspaces();
       const rows = await Promise.all(sessions.map((s) => this.row(s)));
       replace($("session-rows"), rows.length ? rows
@@ -64,7 +65,7 @@ export class SessionList {
   async create(form) {
     const body = Object.fromEntries([...new FormData(form)].filter(([, value]) => value.trim()));
     try {
-      const { session } = await api("POST", "/api/sessions", body);
+      const { session } = await call("session.create", {}, body);
       form.reset(); // the next session starts from an empty form (and the default agent)
       await this.loadWorkspaces();
       this.navigate(`/sessions/${encodeURIComponent(session.id)}`);

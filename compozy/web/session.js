@@ -1,6 +1,7 @@
 // The session view: live transcript, working status line, composer, busy controls, session actions; the side
 // panel (side.js) and the queue (queue.js) are drawn from the same session read.
-import { $, el, replace, api, follow, duration, secondsSince } from "./dom.js";
+import { $, el, replace, follow, duration, secondsSince } from "./dom.js";
+import { address, call, sessionOf } from "./api.js";
 import { Derive } from "./derive.js";
 import { Transcript } from "./transcript.js";
 import { RUNTIME_FIELDS, renderSide } from "./side.js";
@@ -34,9 +35,8 @@ export class SessionView {
     this.wire();
   }
 
-  get path() {
-    const s = this.session;
-    return `/api/workspaces/${encodeURIComponent(s.workspace_id)}/sessions/${encodeURIComponent(s.id)}`;
+  get scope() {
+    return sessionOf(this.session);
   }
 
   async open(id) {
@@ -51,7 +51,7 @@ export class SessionView {
     $("composer").hidden = $("failure-section").hidden = true;
     let session;
     try {
-      session = (await api("GET", `/api/sessions/${encodeURIComponent(id)}`)).session;
+      session = (await call("session.get", { session_id: id })).session;
     } catch (error) {
       return this.alert(error);
     }
@@ -66,12 +66,12 @@ export class SessionView {
     this.stream?.close();
     replace($("transcript"));
     const transcript = this.transcript = new Transcript($("transcript"), {
-      approve: (request_id, option_id) => this.act("POST", "/approve", { request_id, option_id }),
+      approve: (request_id, option_id) => this.act("session.approve", {}, { request_id, option_id }),
       messageActions: (event) => this.derive.messageActions(event) });
     const derivation = this.session.derivation;
     if (derivation?.seed === "native_fork" && derivation.carried_context !== "discarded") {
       try {
-        const history = await api("GET", `${this.path}/history?limit=1000`);
+        const history = await call("session.history", { ...this.scope, limit: 1000 });
         if (this.transcript !== transcript) return;
         transcript.carried(history.messages.filter((m) => m.carried), derivation.source_session_id);
       } catch (error) {
@@ -79,7 +79,7 @@ export class SessionView {
       }
     }
     if (this.transcript !== transcript || !this.session) return;  // another session opened meanwhile
-    this.stream = follow(`${this.path}/stream`, { resume: true, onEvent: (record) => this.onEvent(record) });
+    this.stream = follow(address("session.stream", this.scope).path, { resume: true, onEvent: (record) => this.onEvent(record) });
     this.refreshSoon();
     this.usageSoon();
   }
@@ -111,7 +111,7 @@ export class SessionView {
   async refresh() {
     if (!this.session) return;
     try {
-      this.session = (await api("GET", this.path)).session;
+      this.session = (await call("session.get.scoped", this.scope)).session;
       this.render();
       await loadQueue(this);
     } catch (error) {
@@ -126,9 +126,9 @@ export class SessionView {
       if (!this.session) return;
       const transcript = this.transcript;
       try {
-        const { usage } = await api("GET", `${this.path}/inspect`);
+        const { usage } = await call("session.inspect", this.scope);
         transcript.setUsage(usage?.turns || []);
-        const { usage: ledger } = await api("GET", `${this.path}/usage`);
+        const { usage: ledger } = await call("session.usage", this.scope);
         if (this.transcript === transcript) replace($("session-usage"), totalsText(ledger.total));
       } catch {
         // usage is a nicety: the next turn's end asks again
@@ -136,9 +136,10 @@ export class SessionView {
     }, 300);
   }
 
-  async act(method, suffix, body) {
+  // One operation on this session: params beyond the session's own (a queue entry, a query), and the body.
+  async act(operation, params, body) {
     try {
-      const result = await api(method, this.path + suffix, body);
+      const result = await call(operation, { ...this.scope, ...params }, body);
       this.refreshSoon();
       return result;
     } catch (error) {
@@ -166,10 +167,10 @@ export class SessionView {
     return [
       !s.archived && button("Continue…", () => this.derive.dialog("continue")),
       !s.archived && button("Fork…", () => this.derive.dialog("fork")),
-      running && button("Stop", () => this.act("POST", "/stop", { wait: false })),
+      running && button("Stop", () => this.act("session.stop", {}, { wait: false })),
       !s.archived && button(running ? "Stop and archive" : "Archive",
-        () => this.act("POST", running ? "/archive?stop=true" : "/archive")),
-      s.archived && button("Unarchive", () => this.act("POST", "/unarchive")),
+        () => this.act("session.archive", running ? { stop: true } : {})),
+      s.archived && button("Unarchive", () => this.act("session.unarchive")),
       button("Remove", () => $("confirm-remove").showModal(), "danger"),
     ];
   }
@@ -210,7 +211,7 @@ export class SessionView {
     this.sending += 1;
     this.tick();
     try {
-      const result = await this.act("POST", "/prompt", mode ? { message, mode } : { message });
+      const result = await this.act("session.prompt", {}, mode ? { message, mode } : { message });
       if (result && box.value === message) box.value = ""; // keep what was typed meanwhile
       // What a busy prompt did, in plain words (a steer this agent cannot take interrupts the turn instead).
       replace($("composer-note"), result?.prompt?.note || "");
@@ -229,12 +230,12 @@ export class SessionView {
     for (const button of document.querySelectorAll("#busy-controls [data-mode]")) {
       button.addEventListener("click", () => this.send(button.dataset.mode));
     }
-    $("stop-generation").addEventListener("click", () => this.act("POST", "/prompt/cancel"));
+    $("stop-generation").addEventListener("click", () => this.act("session.cancel"));
     $("runtime-form").addEventListener("submit", (e) => { e.preventDefault(); this.selectRuntime(e.target); });
     $("runtime-clear").addEventListener("click", () =>
-      this.act("DELETE", `/runtime?expected_revision=${this.session.runtime.selection_revision}`));
+      this.act("session.runtime.clear", { expected_revision: this.session.runtime.selection_revision }));
     $("confirm-remove").addEventListener("click", async (e) => {
-      if (e.target.value === "remove" && await this.act("DELETE", "")) this.navigate("/");
+      if (e.target.value === "remove" && await this.act("session.remove.scoped")) this.navigate("/");
       if (e.target.value) $("confirm-remove").close();
     });
   }
@@ -242,6 +243,6 @@ export class SessionView {
   async selectRuntime(form) {
     const runtime = Object.fromEntries(RUNTIME_FIELDS.map((f) => [f, form.elements[f].value.trim()]).filter(([, v]) => v));
     if (form.elements.mode.value) runtime.acp_options = [{ id: "mode", value_id: form.elements.mode.value }];
-    if (await this.act("PUT", "/runtime", { runtime, expected_revision: this.session.runtime.selection_revision })) form.reset();
+    if (await this.act("session.runtime.set", {}, { runtime, expected_revision: this.session.runtime.selection_revision })) form.reset();
   }
 }

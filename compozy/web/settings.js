@@ -1,6 +1,7 @@
 // The settings view (/settings): the settings the daemon lets a person change here (GET /api/settings), each
 // with its value, default and help; saving one writes it into config.toml and applies it (PUT /api/settings/X).
-import { $, el, replace, api } from "./dom.js";
+import { $, el, replace } from "./dom.js";
+import { call } from "./api.js";
 
 export class SettingsView {
   constructor({ alert }) {
@@ -10,7 +11,7 @@ export class SettingsView {
   async show() {
     document.title = "Settings · compozy";
     try {
-      const { settings, path } = await api("GET", "/api/settings");
+      const { settings, path } = await call("settings.list");
       replace($("settings-list"), settings.map((setting) => this.form(setting)));
       replace($("settings-path"), "Saved into ", el("code", {}, path), " and applied at once, as ",
         el("code", {}, "compozy daemon reload"), " would; every other line of the file stays as it is.");
@@ -36,7 +37,7 @@ export class SettingsView {
       replace(status, "Saving…");
       status.className = "setting-status";
       try {
-        const { setting: saved } = await api("PUT", `/api/settings/${encodeURIComponent(setting.name)}`,
+        const { setting: saved } = await call("settings.set", { setting: setting.name },
           { value: input.value.trim() });
         input.value = saved.value;
         replace(status, "Saved and applied");

@@ -1,7 +1,8 @@
 // The usage view (/usage): what the agents reported over the last 30 days, from the usage ledger
-// (GET /api/usage): a chart of each day's tokens by agent, drawn here as SVG from the API's numbers (nothing is
+// (usage.summary): a chart of each day's tokens by agent, drawn here as SVG from the API's numbers (nothing is
 // fetched from elsewhere), and the totals by agent. The session view's side panel shows one session's totals.
-import { $, el, replace, api } from "./dom.js";
+import { $, el, replace } from "./dom.js";
+import { call } from "./api.js";
 
 const DAYS = 30;
 const SVG = "http://www.w3.org/2000/svg";
@@ -49,10 +50,10 @@ export class UsageView {
     const days = lastDays();
     try {
       const since = days[0];
-      const { usage } = await api("GET", `/api/usage?group_by=agent&since=${since}`);
+      const { usage } = await call("usage.summary", { group_by: "agent", since });
       const agents = usage.groups.map((group) => group.key);
       const series = await Promise.all(agents.map((agent) =>
-        api("GET", `/api/usage?group_by=day&since=${since}&agent=${encodeURIComponent(agent)}`)));
+        call("usage.summary", { group_by: "day", since, agent })));
       const byAgent = new Map(agents.map((agent, i) => [agent,
         new Map(series[i].usage.groups.map((group) => [group.key, group.tokens.total]))]));
       replace($("usage-total"), `Last ${DAYS} days: ${totalsText(usage.total)}`);

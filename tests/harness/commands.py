@@ -2,12 +2,11 @@
 
 import click
 
-from compozy.cli.main import cli
+from compozy.cli.main import cli, commands
 
 
 def cli_commands():
-    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             inbox, lifecycle, page, prompting, session, usage, workspace)
+    commands()  # the hand-written commands and the generated ones
     return dict(_walk(cli, ""))
 
 

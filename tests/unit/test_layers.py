@@ -2,7 +2,7 @@
 
 Layers (shared/reference/style.md section 6.3, as fixed for this project):
   0 errors, states, ids, clock, location, text, launch_aliases (and the package root, which holds only __version__)
-  1 config, paths, validate, redact
+  1 config, paths, validate, redact, parsing (which builds on validate: requests parsed with its specs)
   2 store.*, acp.protocol, acp.translate, serialize, api (the operation table), proc and boundary (the
     operating-system seams, stdlib only), registry.* (the ACP registry: its catalog, installs, config.toml edits)
   3 acp.* (the ACP seam: the agent process, the client, options, the agent's requests)
@@ -37,6 +37,7 @@ LAYER_OF = {
     "compozy": 0, "compozy.errors": 0, "compozy.states": 0, "compozy.ids": 0, "compozy.clock": 0,
     "compozy.location": 0, "compozy.text": 0, "compozy.launch_aliases": 0, "compozy.config_problems": 0,
     "compozy.config": 1, "compozy.config_entries": 0, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
+    "compozy.parsing": 1,
     "compozy.store": 2, "compozy.acp.protocol": 2, "compozy.acp.translate": 2, "compozy.serialize": 2,
     "compozy.api": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.registry": 2, "compozy.acp": 3,
     "compozy.session": 4,
@@ -174,6 +175,8 @@ def violations(module, path):
             problems += session_problems(item, module, target)
         elif theirs < own:
             pass
+        elif module == "compozy.parsing" and target == "compozy.validate":
+            pass  # the request objects are parsed with validate's specs and checks
         elif theirs == own and any(in_package(module, p) and in_package(target, p) for p in SIBLING_PACKAGES):
             pass  # store.* -> store.*, acp.* -> acp.*, session.* -> session.*, http.* -> http.*, daemon.* -> daemon.*
         elif in_package(module, "compozy.daemon") and in_package(target, "compozy.http"):
@@ -256,7 +259,7 @@ def test_the_walk_sees_known_edges():
     def targets(module):
         path = PACKAGE_DIR / (module.removeprefix("compozy.").replace(".", "/") + ".py")
         return {i.target for i in imports_of(module, path)}
-    assert "compozy.validate" in targets("compozy.manager")  # from compozy import validate as v
+    assert "compozy.parsing" in targets("compozy.manager")  # from compozy import __version__, parsing, serialize
     assert "compozy.session.records.reads" in targets("compozy.manager")  # from compozy.session.records import reads
     assert "compozy.acp.protocol" in targets("compozy.agents.reference")  # from compozy.acp import protocol
     assert "compozy" in targets("compozy.cli.main")  # from compozy import __version__

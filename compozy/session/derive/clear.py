@@ -11,7 +11,6 @@ daemon-managed, stale fences.
 
 import logging
 
-from compozy import validate as v
 from compozy.ids import validate_client_token
 from compozy.session.derive.rewind import derivable
 from compozy.session.records.transcript import check_fences, expected_fences, fences_of
@@ -29,7 +28,6 @@ class Clearer:
 
     def clear(self, session, body):
         """The clear result; a retry with the same key answers the first one with replayed: true."""
-        body = v.check_body(body, v.CLEAR_FIELDS)
         key = validate_client_token(body["idempotency_key"], "idempotency_key")
         expected = expected_fences(body, required=True)
         print_ = fingerprint("clear")

@@ -13,7 +13,6 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.serialize import Answer
 from compozy.ids import new_id, validate_client_token
@@ -69,7 +68,6 @@ class Outcome:
 
 
 def continue_request(source_id, workspace_id, body):
-    body = v.check_body(body, v.CONTINUE_FIELDS)
     runtime = check_snapshot(body["runtime"]) if "runtime" in body else None
     if runtime is not None and "route" in body:
         raise invalid("route chooses one of the agent's declared accounts; it cannot be combined with a runtime",
@@ -80,7 +78,6 @@ def continue_request(source_id, workspace_id, body):
 
 
 def fork_request(source_id, workspace_id, body):
-    body = v.check_body(body, v.FORK_FIELDS)
     message_id = validate_client_token(body["message_id"], "message_id") if "message_id" in body else None
     return _request("fork", source_id, workspace_id, body, name=_name(body), message_id=message_id)
 

@@ -11,7 +11,6 @@ interrupted. Files, tool effects and external actions are not undone, and the an
 
 import logging
 
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import validate_client_token
 from compozy.session.records.transcript import check_fences, expected_fences, fences_of
@@ -41,7 +40,6 @@ class Rewinder:
 
     def rewind(self, session, body):
         """The rewind result; a retry with the same key answers the first one with replayed: true."""
-        body = v.check_body(body, v.REWIND_FIELDS)
         message_id = validate_client_token(body["message_id"], "message_id")
         key = validate_client_token(body["idempotency_key"], "idempotency_key")
         expected = expected_fences(body, required=True)

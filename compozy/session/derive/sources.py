@@ -6,12 +6,9 @@ Layer 4 (session.derive).
 
 from dataclasses import dataclass
 
-from compozy.errors import invalid
-from compozy.ids import validate_client_token
 from compozy.session.records.transcript import carry, fences_of, limits_of
 from compozy.states import SessionState
 
-PREVIEW_FILTERS = ("message_id",)
 
 
 @dataclass(frozen=True)
@@ -48,11 +45,5 @@ def native_fork_possible(session, catalog):
 
 
 def preview(session, services, query):
-    query = dict(query or {})
-    unknown = sorted(set(query) - set(PREVIEW_FILTERS))
-    if unknown:
-        raise invalid(f"unknown parameter(s): {', '.join(unknown)}", parameters=unknown)
-    message_id = query.get("message_id")
-    if message_id is not None:
-        validate_client_token(message_id, "message_id")
+    message_id = (query or {}).get("message_id")
     return {"preview": snapshot(session, services, message_id).document()}

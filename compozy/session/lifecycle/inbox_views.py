@@ -6,7 +6,6 @@ as any client would; the item then resolves itself when its cause ends, for ever
 """
 
 from compozy import __version__
-from compozy import validate as v
 from compozy.api import OPS
 from compozy.errors import CompozyError
 from compozy.ids import validate_id
@@ -46,7 +45,6 @@ class InboxViews:
 
     def list_attention(self, query=None):
         """The open items across every session (or resolved ones, newest first), and the open counts."""
-        query = v.check_query(query or {}, v.ATTENTION_QUERY)
         where, params = ["1"], []
         if query.get("workspace") is not None:
             where.append("workspace_id = ?")
@@ -75,7 +73,6 @@ class InboxViews:
 
     def watch_turns(self, session_id, workspace, body):
         """Opt a session in (or out): a turn that ends while no viewer follows it opens a turn_finished item."""
-        body = v.check_body(body, v.WATCH_TURNS_FIELDS)
         session = self._session(session_id, workspace)
         with session.lock:
             if body["turn_finished"]:
@@ -89,7 +86,6 @@ class InboxViews:
         """Run the action of an open item that `option_id` names: the option of a permission request, stop,
         or dismiss (the item resolves at once, recorded as dismissed)."""
         validate_id(item_id, "attn", field="item_id", not_found="attention_item_not_found")
-        body = v.check_body(body, v.ANSWER_FIELDS)
         item = self.catalog.attention.item(item_id)
         if item is None:
             raise CompozyError("attention_item_not_found", f"no attention item {item_id}", item_id=item_id)

@@ -4,7 +4,6 @@ Layer 4. Archive is catalog metadata beside the lifecycle state: only a stopped 
 archived, unless the request asks to stop it first through the normal ladder.
 """
 
-from compozy import validate as v
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.session.records.governed import is_spawned_child_of, refuse_user_action
@@ -17,7 +16,7 @@ LEGACY_STOP_WARNING = ("POST .../stop without an explicit wait is deprecated and
 def stop(stopper, session, body, caller_id=None):
     """(StopAnswer, document): accepted, the outcome, already stopped (no document), or legacy.
     caller_id: the session whose agent asks (the native stop tool); it may stop its own spawned children."""
-    body = v.check_body(body, v.STOP_FIELDS)
+    body = body or {}
     by_parent = caller_id is not None and is_spawned_child_of(session.record, caller_id)
     if not by_parent:
         refuse_user_action(session.record, "stopped")

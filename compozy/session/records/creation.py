@@ -3,7 +3,6 @@
 Layer 4. Creation never accepts a prompt or runtime selector.
 """
 
-from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id, validate_id
 from compozy.session.records.governed import check_agent_creation
@@ -19,7 +18,7 @@ def create_session(body, *, config, workspaces, store, caller=None, spawn=None, 
     the daemon's other own creations pass theirs; a body may only ask for a user session. creator: the
     record of the agent's session that asks (the caller's, or a spawn's parent), held to the limits on
     what agents create (records/governed.py)."""
-    body = v.check_body(body, v.CREATE_FIELDS)
+    body = dict(body)  # the parsed request's fields; the caller's parent is added below
     if ("workspace" in body) == ("workspace_path" in body):
         raise invalid("give exactly one of workspace or workspace_path")
     if "name" in body and not body["name"].strip():

@@ -5,57 +5,31 @@ and fall back to the store when they fall behind; a slow viewer never blocks the
 """
 
 from compozy import serialize
-from compozy import validate as v
-from compozy.errors import invalid
-from compozy.ids import validate_id
 from compozy.session.records.replay import fold_history, turn_text
 from compozy.store import historypage, hookruns
-from compozy.store.eventlog import ARCHIVE_FILTERS, DEFAULT_READ_LIMIT, MAX_READ_LIMIT
+from compozy.store.eventlog import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 
-EVENT_FILTERS = ("after_sequence", "before_sequence", "turn_id", "type", "limit", "archive")
-HISTORY_FILTERS = ("after_sequence", "before_sequence", "limit", "archive")
 IDLE_TICK_SECONDS = 1.0  # how often an idle follower wakes: a stream notices a gone viewer this soon
 TURN_ENDS = ("done", "error")
 MAX_ANSWER_CHARS = 64 * 1024
 
 
-def _check_filters(query, allowed):
-    unknown = sorted(set(query) - set(allowed))
-    if unknown:
-        raise invalid(f"unknown filter(s): {', '.join(unknown)}", filters=unknown)
-
-
-def _archive(query):
-    archive = query.get("archive", "active")
-    if archive not in ARCHIVE_FILTERS:
-        raise invalid("archive must be active, archived or all", field="archive")
-    return archive
-
-
 def read_events(log, query):
-    query = dict(query or {})
-    _check_filters(query, EVENT_FILTERS)
-    after = v.query_int(query.get("after_sequence"), "after_sequence")
-    before = v.query_int(query.get("before_sequence"), "before_sequence")
-    limit = v.query_int(query.get("limit"), "limit", 1, MAX_READ_LIMIT) or DEFAULT_READ_LIMIT
-    turn_id = query.get("turn_id")
-    if turn_id is not None:
-        validate_id(turn_id, "turn", field="turn_id")
+    """query: the parsed request of session.events (compozy/parsing.py)."""
+    query = query or {}
     types = [t for t in query["type"].split(",") if t] if query.get("type") else None
-    return {"events": log.read(after_sequence=after, before_sequence=before, turn_id=turn_id, types=types,
-                               limit=limit, archive=_archive(query))}
+    return {"events": log.read(after_sequence=query.get("after_sequence"), before_sequence=query.get("before_sequence"),
+                               turn_id=query.get("turn_id"), types=types,
+                               limit=query.get("limit") or DEFAULT_READ_LIMIT, archive=query.get("archive", "active"))}
 
 
 def read_history(log, query, secrets, record=None):
     """A page of whole messages, placed by their first event's sequence (docs/decisions.md); secrets are
     redacted from the answers' joined text (replay.assembled). The oldest active page of a native fork
     starts with the conversation it carries (record: the session's)."""
-    query = dict(query or {})
-    _check_filters(query, HISTORY_FILTERS)
-    after = v.query_int(query.get("after_sequence"), "after_sequence")
-    before = v.query_int(query.get("before_sequence"), "before_sequence")
-    limit = v.query_int(query.get("limit"), "limit", 1, MAX_READ_LIMIT) or DEFAULT_READ_LIMIT
-    archive = _archive(query)
+    query = query or {}
+    after, before = query.get("after_sequence"), query.get("before_sequence")
+    limit, archive = query.get("limit") or DEFAULT_READ_LIMIT, query.get("archive", "active")
     records, page = historypage.page(log, archive, after, before, limit)
     messages = fold_history(records, secrets=secrets)
     if not page["has_more"] and not after and archive != "archived" and _shows_carried(record):

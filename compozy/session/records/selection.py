@@ -3,7 +3,6 @@
 Layer 4. Selecting never starts or reconfigures an agent; the next prompt applies it.
 """
 
-from compozy import validate as v
 from compozy.acp.options import offered_models
 from compozy.errors import CompozyError, invalid
 from compozy.session.records.snapshots import check_snapshot
@@ -18,7 +17,6 @@ def _check_revision(session, expected):
 
 
 def set_selection(session, body):
-    body = v.check_body(body, v.SELECTION_FIELDS)
     snapshot = check_snapshot(body["runtime"])
     if not snapshot:
         raise invalid("runtime must set at least one field")

@@ -10,7 +10,6 @@ bindings keep their process.
 import os
 import threading
 
-from compozy import validate as v
 from compozy.config import SETTINGS_BY_NAME, ConfigError, from_document, load
 from compozy.errors import CompozyError, invalid
 from compozy.paths import UnsafeHome, write_private_file
@@ -86,7 +85,7 @@ class SettingsViews:
             raise CompozyError("setting_not_editable", f"{name!r} cannot be changed here; the page and "
                                f"`compozy config set` change {', '.join(EDITABLE)} (edit config.toml by hand for the "
                                f"rest, then `compozy daemon reload`)", name=name[:200], editable=list(EDITABLE))
-        value = checked_value(name, v.check_body(body, v.SETTING_FIELDS)["value"])
+        value = checked_value(name, body["value"])
         path = self.home.config_file
         with self._settings_lock:
             try:

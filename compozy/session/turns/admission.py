@@ -6,7 +6,6 @@ the new entry and changes nothing. Interrupt and steer submit only their own rep
 a queued entry promoted to steer leaves the queue and steers with its own text (or a new one).
 """
 
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
 from compozy.session.records.governed import refuse_expired
@@ -30,7 +29,6 @@ class Admission:
     # -- prompts ----------------------------------------------------------------------------
 
     def prompt(self, session, body):
-        body = v.check_body(body, v.PROMPT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
         snapshot = check_snapshot(body["runtime"]) if "runtime" in body else {}
@@ -145,7 +143,6 @@ class Admission:
 
     def promote(self, session, entry_id, body):
         """Take a queued entry out of the queue and steer the current turn with its text."""
-        body = v.check_body(body, v.STEER_FIELDS)
         validate_id(body["expected_turn_id"], "turn", field="expected_turn_id")
         replacement = check_message(body["message"]) if "message" in body else None
         message_id, key = check_identity(body)

@@ -5,7 +5,6 @@ holds what waits, durably; the runner runs one turn at a time and asks recovery 
 agent lost mid-turn. Each part refers only to the parts below it: queue <- runner <- admission.
 """
 
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.session.turns.admission import Admission
 from compozy.session.turns.budgets import Budgets
@@ -52,7 +51,6 @@ class TurnEngine:
 
     def cancel_turn(self, session, body):
         """A person cancels the current turn; the session stays active."""
-        v.check_body(body, v.CANCEL_FIELDS)
         with session.lock:
             turn = session.turn
             if turn is None:

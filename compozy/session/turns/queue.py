@@ -9,7 +9,6 @@ queue, and the runner takes entries from it and reports how they went.
 import json
 
 from compozy import serialize
-from compozy import validate as v
 from compozy.errors import CompozyError
 from compozy.ids import new_id, validate_id
 from compozy.session.records.control import move_admission, move_entry
@@ -66,7 +65,6 @@ class InputQueue:
         return {**existing["result"], "replayed": True}
 
     def edit(self, session, entry_id, body):
-        body = v.check_body(body, v.EDIT_FIELDS)
         message = check_message(body["message"])
         message_id, key = check_identity(body)
         print_ = fingerprint("edit", entry=entry_id, message=message, message_id=message_id)

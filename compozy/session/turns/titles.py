@@ -17,7 +17,6 @@ explicit one; `auto_title.source` is then `agent`.
 import logging
 import threading
 
-from compozy import validate as v
 from compozy.acp.client import launch, open_session
 from compozy.acp.options import configure
 from compozy.clock import now_iso
@@ -42,7 +41,6 @@ PROMPT = ("Write a short title (at most 8 words) for this conversation. Answer w
 
 def rename(session, body):
     """An explicit name from a person: it wins over any title pass, running or to come."""
-    body = v.check_body(body, v.RENAME_FIELDS)
     name = body["name"].strip()
     if not name:
         raise CompozyError("invalid_request", "name must not be blank", field="name")

@@ -3,7 +3,6 @@
 Layer 4 (a SessionManager mixin, like compozy.session.records.reading).
 """
 
-from compozy import validate as v
 from compozy.session.turns.ledger import grouped, moment, total_of, turn_document
 
 MAX_LINEAGE = 64  # sources followed back from a continued or forked session
@@ -12,7 +11,6 @@ MAX_LINEAGE = 64  # sources followed back from a continued or forked session
 class UsageViews:
     def usage_summary(self, query=None):
         """Sums of the ledger by session, workspace, agent, provider, model or day, over [since, until)."""
-        query = v.check_query(query or {}, v.USAGE_QUERY)
         now = self.services.clock.wall()
         since = moment(query["since"], "since", now) if query.get("since") else None
         until = moment(query["until"], "until", now) if query.get("until") else None
@@ -31,7 +29,6 @@ class UsageViews:
     def session_usage(self, session_id, workspace, query=None):
         """A session's turns in the ledger and their sums; lineage=true adds the sessions it was continued
         or forked from (each started at zero), back to the first."""
-        query = v.check_query(query or {}, v.SESSION_USAGE_QUERY)
         record = self._record(session_id, workspace)
         sessions = [record.id] + (self._sources(record) if query.get("lineage") else [])
         ledger = self.catalog.ledger

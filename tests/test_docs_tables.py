@@ -1,0 +1,96 @@
+"""The tables of docs/tools.md and docs/architecture.md are checked against the code they describe: the
+native tools against the operation table, the layers and the domain's modules against compozy/ and
+tests/unit/test_layers.py, the state tables against compozy/states.py. A module, tool or state machine
+added without its row (or a row left behind) fails here."""
+
+import re
+from pathlib import Path
+
+from compozy.api import OPERATIONS
+from compozy.states import MACHINES
+from tests.unit.test_layers import MODULE_IDS, layer_of
+
+ROOT = Path(__file__).resolve().parents[1]
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+TOOLS = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
+NAME = re.compile(r"`([^`]+)`")
+S = "/api/workspaces/<workspace>/sessions/<session_id>"
+
+
+def table(text, header):
+    """The rows (lists of cells) of the markdown table whose header line is `header`."""
+    start = text.index(header + "\n")
+    rows = []
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def tool_rows():
+    return {NAME.findall(tool)[0]: (operation, arguments)
+            for tool, operation, arguments in table(TOOLS, "| tool | operation | arguments |")}
+
+
+def test_the_tools_table_is_the_operation_tables_tools():
+    rows = tool_rows()
+    tools = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}
+    assert set(rows) == set(tools)
+    for name, (spelled, arguments) in rows.items():
+        operation = tools[name]
+        assert spelled == f"`{operation.method} {operation.rule.replace(S, 'S')}`", name
+        written = {re.sub(r"\W", "", argument.split("(")[0]) for argument in arguments.split(", ")}
+        assert written == set(operation.tool.arguments(operation)), name
+
+
+def documented_modules():
+    """(layer number, module name as written) for each module name in the layers table."""
+    for layer, modules, _ in table(ARCHITECTURE, "| layer | modules | concern |"):
+        for name in NAME.findall(modules):
+            yield int(layer.split()[0]), name
+
+
+def _matches(module, written):
+    relative = module.removeprefix("compozy.")
+    return relative == written or (written.endswith(".*") and relative.startswith(written[:-1]))
+
+
+CHECKED = [m for m in MODULE_IDS if not m.startswith(("compozy.agents", "compozy.__main__"))
+           and not (ROOT / m.replace(".", "/") / "__init__.py").exists()]  # modules, not packages
+
+
+def test_every_module_is_in_the_layers_table_in_its_layer():
+    written = list(documented_modules())
+    problems = []
+    for module in CHECKED:
+        layers = {layer for layer, name in written if _matches(module, name)}
+        if layers != {layer_of(module)}:
+            problems.append(f"{module}: layer {layer_of(module)} in tests/unit/test_layers.py, {sorted(layers)} in "
+                            f"docs/architecture.md")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_layers_table_names_only_modules_that_exist():
+    stale = [name for _, name in documented_modules()
+             if name != "web/" and not any(_matches(module, name.split(" ")[0]) for module in CHECKED)]
+    assert not stale, f"docs/architecture.md names modules compozy/ does not have: {stale}"
+
+
+def test_the_domain_table_lists_each_sub_package_exactly():
+    for package, modules, _ in table(ARCHITECTURE, "| sub-package | modules | concern |"):
+        package = NAME.findall(package)[0]
+        actual = {m.rpartition(".")[2] for m in MODULE_IDS if m.startswith(f"compozy.{package}.")}
+        assert set(NAME.findall(modules)) == actual, package
+
+
+def test_the_state_tables_row_is_each_machine_with_its_states_and_changer():
+    rows = {NAME.findall(machine)[0]: (states, changer)
+            for machine, states, changer in table(ARCHITECTURE, "| machine | states | changed by |")}
+    machines = {machine.name or "session": machine for machine in MACHINES}
+    assert set(rows) == set(machines)
+    sources = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "compozy").rglob("*.py"))
+    for name, (states, changer) in rows.items():
+        assert re.sub(r" \([^)]*\)", "", states).split(", ") == [s.value for s in machines[name].states], name
+        for function in NAME.findall(changer):
+            assert f"def {function.rpartition('.')[2]}(" in sources, f"{name}: {function} is not in compozy/"
