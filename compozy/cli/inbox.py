@@ -1,7 +1,8 @@
 """`compozy inbox`: what needs a person across every session, followed live, and answered.
 
 Layer 6 (surface). The list is GET /api/attention, --follow its event stream (resumed by the last change
-seen when the connection drops), and `inbox answer` runs one of an item's actions.
+seen when the connection drops); `inbox answer` (one of an item's actions) is generated from the table,
+with its words here.
 """
 
 import http.client
@@ -11,6 +12,7 @@ import time
 import click
 
 from compozy.cli.completion import session_argument
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, output_option, table
 from compozy.cli.session import session
@@ -54,22 +56,12 @@ def inbox(ctx, follow, output, **query):
         click.echo(json.dumps(change) if output == "json" else _change_text(change))
 
 
-@inbox.command("answer")
-@click.argument("item_id")
-@click.argument("option_id")
-@output_option()
-@click.pass_obj
-def answer(obj, item_id, option_id, output):
-    """Resolve an open item with one of its actions: a permission request's option ID, `stop` or
-    `dismiss` (the item lists its actions' IDs).
-
-    \b
-    Example:
-      compozy inbox answer attn_01J9Z3K6Q4V8M2N5P7R9T1W3XY allow
-    """
-    document = obj.call("attention.answer", item_id=item_id, option_id=option_id)
-    emit(document, output, lambda d: f"{d['item']['id']}: {d['action']} -> {d['item']['status']}"
-         + (f" ({d['item']['resolution']})" if d["item"].get("resolution") else ""))
+PRESENTATION["attention.answer"] = Presentation(
+    "Resolve an open item with one of its actions: a permission request's option ID, `stop` or `dismiss` (the\n"
+    "item lists its actions' IDs).",
+    "compozy inbox answer attn_01J9Z3K6Q4V8M2N5P7R9T1W3XY allow",
+    lambda d: f"{d['item']['id']}: {d['action']} -> {d['item']['status']}"
+    + (f" ({d['item']['resolution']})" if d["item"].get("resolution") else ""))
 
 
 def _items_text(document):

@@ -5,10 +5,9 @@ Layer 6 (surface).
 
 import click
 
-from compozy.cli.completion import session_argument
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, output_option, table
-from compozy.cli.session import session
 
 HEADERS = ("KEY", "TURNS", "INPUT", "OUTPUT", "TOTAL TOKENS", "COST")
 
@@ -53,20 +52,10 @@ def usage(obj, output, **query):
     emit(obj.call("usage.summary", **query), output, summary_text)
 
 
-@session.command("usage")
-@session_argument
-@click.option("--lineage", is_flag=True, help="add the sessions this one was continued or forked from")
-@output_option()
-@click.pass_obj
-def session_usage(obj, session_id, lineage, output):
-    """A session's turns as the usage ledger holds them, and their sums.
-
-    \b
-    Example:
-      compozy session usage sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --lineage
-    """
-    document = obj.call("session.usage", session_id=session_id, lineage=lineage or None)
-    emit(document, output, _session_text)
+PRESENTATION["session.usage"] = Presentation(
+    "A session's turns as the usage ledger holds them, and their sums.",
+    "compozy session usage sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --lineage",
+    lambda d: _session_text(d), {"lineage": "add the sessions this one was continued or forked from"})
 
 
 def _session_text(document):
