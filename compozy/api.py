@@ -32,6 +32,7 @@ class Success:
     schema: str | None              # a components/schemas name; None: no body
     kinds: tuple = ()               # the result kinds (serialize.Answer) answered with this status
     summary: str = "success"
+    media: tuple = ()               # the media types of a file answered as itself (no JSON document)
 
 
 @dataclass(frozen=True)
@@ -325,6 +326,37 @@ OPERATIONS = (
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,
               cli=_session_cli("session preview", flags=_flags("message_id"))),
+    Operation("GET", "/api/search", "search.query", "search",
+              "Find messages of every session (prompts, answers, tool call and permission titles; thoughts when "
+              "search.thoughts is on) with FTS5 syntax: words, \"phrases\", prefix*, AND, OR, NOT; best first",
+              (Success(200, "SearchAnswer"),), ("invalid_request", "invalid_query", "workspace_not_found"),
+              query=v.SEARCH_QUERY, cli=Cli("search", ("q",), _flags("workspace", "agent", "since", "kind",
+                                                                    "archive", "rewound", "limit", "cursor"))),
+    Operation("POST", "/api/search/reindex", "search.reindex", "reindex_search",
+              "Drop the search index and build it again from every session's events (in the background)",
+              (Success(202, "SearchIndexAnswer"),), cli=Cli("search")),
+    Operation("GET", "/api/storage", "storage.get", "storage",
+              "Bytes on disk by kind (events, WAL, checkpoints, crash bundles, logs, the search index), workspace and "
+              "session (largest first), the growth of the last 7 days and the disk budget (storage.max_bytes)",
+              (Success(200, "StorageAnswer"),), ("invalid_request",), query=v.STORAGE_QUERY,
+              cli=Cli("storage", flags=_flags("limit"))),
+    Operation("POST", "/api/storage/retention", "storage.retention", "run_retention",
+              "Carry out the [retention] policy now: compact and delete archived sessions past their days, rotate "
+              "logs, remove old crash bundles; dry_run lists what it would do and changes nothing",
+              (Success(200, "RetentionAnswer"),), ("invalid_request",), body=v.RETENTION_FIELDS,
+              cli=Cli("storage", flags=_flags("dry_run"))),
+    Operation("GET", "/api/export", "export.archive", "export_archive",
+              "Many sessions as one zip archive, one file each in the format asked, and sessions.json: a whole "
+              "workspace, or a lineage (a session with its children, continues and forks, however deep)",
+              (Success(200, None, summary="the archive (Content-Disposition names it)", media=("application/zip",)),),
+              ("invalid_request", "workspace_not_found", "session_not_found"), query=v.ARCHIVE_EXPORT_QUERY,
+              cli=Cli("export", flags=_flags("workspace", "lineage", "format"))),
+    Operation("GET", S + "/export", "session.export", "export_session",
+              "The session as one file, secrets redacted: Markdown for people, a self-contained HTML page, or "
+              "JSONL of every stored event (archived ones marked)",
+              (Success(200, None, summary="the file (Content-Disposition names it)",
+                       media=("text/markdown", "text/html", "application/x-ndjson")),), SESSION,
+              query=v.EXPORT_QUERY, cli=_session_cli("session export", flags=_flags("format"))),
     Operation("GET", S + "/stream", "session.stream", "stream",
               "Server-Sent Events of committed records; resumes after Last-Event-ID or ?after_sequence=",
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},

@@ -16,6 +16,7 @@ class ErrorKind:
 ERRORS = {
     # 400
     "invalid_request": ErrorKind(400, "the request is malformed or fails validation"),
+    "invalid_query": ErrorKind(400, "a search query is not valid FTS5 syntax"),
     # 401
     "unauthorized": ErrorKind(401, "a TCP request without the daemon's secret or the page's login cookie"),
     "agent_identity_invalid": ErrorKind(401, "the binding secret names no live binding of that session"),

@@ -19,8 +19,8 @@ from compozy.session.derive import derivation, observing, rewind, sources
 from compozy.session.derive.derivation import Deriver, continue_request, fork_request
 from compozy.session.derive.clear import Clearer
 from compozy.session.derive.rewind import Rewinder
-from compozy.session.lifecycle import repair
-from compozy.session.lifecycle import requests as lifecycle
+from compozy.session.lifecycle import repair, requests as lifecycle
+from compozy.session.lifecycle.archives import ArchiveViews
 from compozy.session.lifecycle.boot import Reconciler
 from compozy.session.lifecycle.inbox_views import InboxViews
 from compozy.session.lifecycle.stop import Stopper
@@ -56,7 +56,7 @@ log = logging.getLogger("compozy.manager")
 DEFAULT_LIST_LIMIT = 100
 
 
-class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxViews, UsageViews):
+class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls, InboxViews, UsageViews):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
@@ -78,6 +78,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ToolCalls, InboxVi
         self.clearer = Clearer(self.rewinder)
         self.deriver = Deriver(self.services, self.engine, self._session)
         self.observers = observing.observe(self)
+        self.indexer, self.keeper = self.observers["search"], self.observers["retention"]
 
     # -- daemon lifecycle ---------------------------------------------------------------
 

@@ -55,6 +55,14 @@ class Home:
         return self.root / "compozy.db"
 
     @property
+    def storage_history_file(self):
+        return self.root / "storage-history.json"
+
+    @property
+    def search_file(self):
+        return self.root / "search.db"
+
+    @property
     def sessions_dir(self):
         return self.root / "sessions"
 

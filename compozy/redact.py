@@ -76,6 +76,49 @@ def redact_values(value, secrets):
     return scrub(value) if isinstance(value, str) else map_document(value, scrub)
 
 
+def redact_pieces(pieces, secrets):
+    """pieces (the texts of consecutive chunks) with every secret value that their joined text holds
+    replaced, where it starts, however the chunks split it: the first piece a value touches carries the
+    replacement, the rest of the value is cut from the pieces after it. The pieces stay as many as they
+    were, so each can stay one record (an export's JSONL, a compacted store)."""
+    joined = "".join(pieces)
+    spans = _secret_spans(joined, secrets)
+    if not spans:
+        return list(pieces)
+    result, start = [], 0
+    for piece in pieces:
+        end = start + len(piece)
+        kept, cursor = [], start
+        for first, last in spans:
+            if last <= cursor or first >= end:
+                continue
+            kept.append(joined[cursor:max(cursor, first)])
+            if first >= start:
+                kept.append(REPLACEMENT)
+            cursor = min(last, end)
+        kept.append(joined[cursor:end])
+        result.append("".join(kept))
+        start = end
+    return result
+
+
+def _secret_spans(text, secrets):
+    """The (start, end) of every secret value in text, merged where they overlap, in order."""
+    spans = []
+    for secret in secrets or ():
+        index = text.find(secret)
+        while index >= 0:
+            spans.append((index, index + len(secret)))
+            index = text.find(secret, index + 1)
+    merged = []
+    for first, last in sorted(spans):
+        if merged and first < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
+
+
 class EncodedRedaction:
     """redact_values for documents whose JSON text (ensure_ascii) is at hand: that encoding maps each
     character on its own, so a secret inside any string of a document shows in its text as the secret's

@@ -3,6 +3,8 @@
 Layer 2: pure functions over session records (their attributes) and catalog rows (dicts).
 """
 
+from dataclasses import dataclass
+
 from compozy.text import compact_json
 
 OPTIONAL_FIELDS = ("stop_reason", "stop_detail", "failure", "attention", "derivation", "spawn", "auto_title")
@@ -134,6 +136,17 @@ def interaction_resource(row):
     if row.get("decision"):
         resource["decision"] = row["decision"]
     return resource
+
+
+@dataclass(frozen=True)
+class Export:
+    """A file an operation answers as itself (an export): its text, media type and download name."""
+
+    session_id: str
+    format: str
+    media_type: str
+    filename: str
+    text: str
 
 
 class JSONText(str):

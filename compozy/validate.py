@@ -324,6 +324,16 @@ EVENTS_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "turn_i
 HISTORY_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "limit": integer(minimum=1, maximum=1000),
                  "archive": text(choices=ARCHIVE_VIEWS)}
 STREAM_QUERY = {"after_sequence": SEQUENCE}
+EXPORT_QUERY = {"format": text(choices=("md", "html", "jsonl"))}
+ARCHIVE_EXPORT_QUERY = {"workspace": LIST_QUERY["workspace"], "lineage": identifier("sess"), **EXPORT_QUERY}
+STORAGE_QUERY = {"limit": integer(minimum=1, maximum=10000)}
+RETENTION_FIELDS = {"dry_run": boolean()}
+SEARCH_KINDS = ("user", "agent", "thought", "tool", "permission")
+SEARCH_QUERY = {"q": text(required=True, pattern=NOT_EMPTY, max_length=1000, rule="must be an FTS5 query"),
+                "workspace": LIST_QUERY["workspace"], "agent": text(max_length=64),
+                "since": text(max_length=40, rule="must be an ISO 8601 time"),
+                "kind": text(choices=SEARCH_KINDS), "archive": LIST_QUERY["archive"], "rewound": boolean(),
+                "limit": integer(minimum=1, maximum=100), "cursor": text(max_length=20)}
 ARCHIVE_QUERY = {"stop": boolean()}
 ATTENTION_QUERY = {"kind": text(choices=ATTENTION_KINDS), "workspace": text(pattern=NOT_EMPTY, rule="must be a "
                    "workspace name or ID"), "session_id": identifier("sess"), "status": text(choices=("open", "resolved")),

@@ -67,6 +67,18 @@ class Client:
             raise _error_from(response.status, document)
         return response.status, document
 
+    def fetch(self, method, path, query=None):
+        """(media type, body bytes) of an answer that is a file rather than a JSON document (an export);
+        an error status raises CompozyError with the daemon's code."""
+        response, connection = self._send(method, path, None, query, None, self.timeout)
+        try:
+            data = response.read()
+        finally:
+            connection.close()
+        if response.status >= 400:
+            raise _error_from(response.status, _decode(data) if data else {})
+        return response.getheader("Content-Type") or "", data
+
     def exchange(self, method, path, body, headers=None):
         """(status, body bytes) whatever the status: for a protocol with error bodies of its own (MCP)."""
         response, connection = self._send(method, path, body, None, headers, self.timeout)

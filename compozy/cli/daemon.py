@@ -336,6 +336,8 @@ def _status_text(document):
         detail = _stuck_text(stuck) if stuck else failure.get("summary") or session.get("stop_detail") or ""
         lines.append(f"  {session['id']}  {session['state']}  {session.get('attention') or failure.get('kind')}: "
                      f"{detail}")
+    for item in status.get("daemon_attention", []):  # the daemon's own, not a session's: the disk budget
+        lines.append(f"  {item['kind']}: {item['summary']}")
     return "\n".join(lines + _inbox_lines(status))
 
 

@@ -42,6 +42,11 @@ class Context:
         method, path, query, body = self._request(name, fields)
         return self.client.call(method, path, body=body, query=query, headers=headers)[1]
 
+    def file(self, name, /, **fields):
+        """(media type, bytes) of an operation that answers a file (an export)."""
+        method, path, query, _ = self._request(name, fields)
+        return self.client.fetch(method, path, query=query)
+
     def stream(self, name, /, headers=None, **fields):
         """(event, data) pairs of an operation answered as Server-Sent Events."""
         method, path, query, body = self._request(name, fields)
@@ -132,8 +137,8 @@ def add_profile_option(group):
 def commands():
     """The whole command tree: the hand-written commands, then one generated for every other operation of
     the table (compozy/cli/generated.py)."""
-    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, history,  # noqa: F401
-                             inbox, lifecycle, mcp, page, prompting, session, usage, workspace)
+    from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting, finding,  # noqa: F401
+                             history, inbox, lifecycle, mcp, page, prompting, session, storage, usage, workspace)
     from compozy.cli.generated import generate
     generate(cli)
     return cli

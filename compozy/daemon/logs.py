@@ -4,6 +4,7 @@ Layer 6 (surface).
 """
 
 import logging
+import logging.handlers
 import os
 
 from compozy.paths import FILE_MODE
@@ -24,7 +25,8 @@ class RedactingFormatter(logging.Formatter):
 
 
 def setup_logging(home, foreground=True):
-    handler = logging.FileHandler(home.log_file, encoding="utf-8")
+    # Watched: when retention rotates compozy.log, the next line opens a new one (logs/compozy.log.1 keeps the old).
+    handler = logging.handlers.WatchedFileHandler(home.log_file, encoding="utf-8")
     os.chmod(home.log_file, FILE_MODE)
     formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     handlers = [handler] + ([logging.StreamHandler()] if foreground else [])

@@ -110,6 +110,8 @@ def _success(operation, status, successes):
     answer = {"description": "; ".join(s.summary for s in successes)}
     schemas = [ref(s.schema) for s in successes if s.schema]
     content = {}
+    for media in (media for success in successes for media in success.media):
+        content[media] = {"schema": {"type": "string"}}
     if schemas and operation.stream != "always":
         content["application/json"] = {"schema": schemas[0] if len(schemas) == 1 else {"oneOf": schemas}}
     if operation.stream == "always" or (operation.stream == "on request" and status == 200):

@@ -12,7 +12,7 @@ from compozy.api import SECRET_HEADER, SESSION_HEADER
 from compozy.http.guards import json_body, query_args
 from compozy.http.slashes import restore
 from compozy.http.sse import batches_as_pairs, sse_response, wants_stream
-from compozy.serialize import JSONText
+from compozy.serialize import Export, JSONText
 from compozy.validate import query_int
 
 
@@ -96,6 +96,9 @@ def respond(operation, result):
     if isinstance(result, Response):
         return result
     status = operation.status_for(getattr(result, "kind", None))
+    if isinstance(result, Export):
+        return Response(result.text, status=status, content_type=result.media_type,
+                        headers={"Content-Disposition": f'attachment; filename="{result.filename}"'})
     if status == 204:
         warning = result.get("warning")
         headers = {"Deprecation": "true", "Warning": f'299 compozy {quoted_string(warning)}'} if warning else {}

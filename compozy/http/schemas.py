@@ -133,6 +133,13 @@ DERIVATION = obj(
 ERROR = obj(["error", "code", "details"], error=STRING, code=enum(ERRORS), details=OBJECT,
             child_session_id=STRING, current_turn_id=STRING)
 
+DAEMON_ATTENTION = obj(["kind", "used_bytes", "max_bytes", "percent", "summary"], kind=enum(("storage_budget",)),
+                       used_bytes=INTEGER, max_bytes=INTEGER, percent=NUMBER, summary=STRING)
+PLANNED = obj(["session_id", "workspace_id", "archived_at", "bytes"], session_id=STRING, workspace_id=STRING,
+              archived_at=nullable(STRING), bytes=INTEGER)
+SEARCH_INDEX = obj(["bytes", "sessions", "messages", "pending_sessions"], bytes=INTEGER, sessions=INTEGER,
+                   messages=INTEGER, pending_sessions=INTEGER)
+
 SCHEMAS = {
     "Error": ERROR,
     "RuntimeSnapshot": RUNTIME_SNAPSHOT,
@@ -226,8 +233,30 @@ SCHEMAS = {
                             state=enum(SessionState), workspace_id=STRING, stop_reason=nullable(STRING),
                             stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING),
                             stuck=nullable(STUCK))), inbox=ref("AttentionOpen"),
-        notifier_runs=array(ref("NotifierRun")))),
+        notifier_runs=array(ref("NotifierRun")), daemon_attention=array(DAEMON_ATTENTION))),
     "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
+    "SearchIndex": SEARCH_INDEX,
+    "StorageAnswer": obj(["storage"], storage=obj(
+        ["total_bytes", "kinds", "workspaces", "sessions", "session_count", "growth", "max_bytes", "attention"],
+        total_bytes=INTEGER, kinds={"type": "object", "additionalProperties": INTEGER},
+        workspaces=array(obj(["workspace_id", "bytes"], workspace_id=STRING, bytes=INTEGER)),
+        sessions=array(obj(["session_id", "workspace_id", "archived", "bytes", "kinds"], session_id=STRING,
+                           workspace_id=nullable(STRING), archived=BOOLEAN, bytes=INTEGER, kinds=OBJECT)),
+        session_count=INTEGER, growth=obj(["days", "bytes", "since"], days=INTEGER, bytes=INTEGER, since=STRING),
+        max_bytes=INTEGER, attention=nullable(DAEMON_ATTENTION))),
+    "RetentionAnswer": obj(["retention"], retention=obj(
+        ["dry_run", "compact", "delete", "logs", "crash_bundles"], dry_run=BOOLEAN,
+        compact=array(PLANNED), delete=array(PLANNED), compacted=array(OBJECT),
+        logs=obj(["rotate", "remove"], rotate=BOOLEAN, remove=array(OBJECT)), crash_bundles=array(OBJECT))),
+    "SearchIndexAnswer": wrapped("index", "SearchIndex"),
+    "SearchAnswer": obj(["search"], search=obj(["hits", "page", "index"], index=ref("SearchIndex"), hits=array(obj(
+        ["session_id", "workspace_id", "agent_name", "kind", "message_id", "turn_id", "sequence", "timestamp",
+         "snippet", "score", "archived", "rewound"], session_id=STRING, workspace_id=STRING,
+        agent_name=nullable(STRING), kind=enum(v.SEARCH_KINDS), message_id=nullable(STRING),
+        turn_id=nullable(STRING), sequence=INTEGER, timestamp=TIMESTAMP, snippet=STRING, score=NUMBER,
+        archived=BOOLEAN, rewound=BOOLEAN)),
+        page=obj(["limit", "has_more", "next_cursor", "order"], limit=INTEGER, has_more=BOOLEAN,
+                 next_cursor=nullable(STRING), order=enum(("best", "newest"))))),
     "OpenAPI": obj(["openapi", "info", "paths"], openapi=STRING, info=OBJECT, paths=OBJECT, components=OBJECT),
     "RewindAnswer": obj(["session", "rewind"], session=ref("Session"), rewind=obj(
         ["draft_text", "target_message_id", "target_turn_id", "archived_from_sequence", "archived_through_sequence",

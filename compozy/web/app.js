@@ -8,6 +8,7 @@ import { SessionList } from "./list.js";
 import { SettingsView } from "./settings.js";
 import { Inbox } from "./inbox.js";
 import { UsageView } from "./usage.js";
+import { Search } from "./search.js";
 
 const workspaces = new Map();
 const views = { list: $("list-view"), session: $("session-view"), settings: $("settings-view"),
@@ -17,6 +18,7 @@ const list = new SessionList({ alert: showAlert, navigate, workspaces, loadWorks
 const settings = new SettingsView({ alert: showAlert });
 const inbox = new Inbox({ alert: showAlert });
 const usage = new UsageView({ alert: showAlert });
+new Search({ alert: showAlert, navigate });
 let refreshTimer = null;
 
 function showAlert(error) {

@@ -8,6 +8,7 @@ import { RUNTIME_FIELDS, renderSide } from "./side.js";
 import { loadQueue } from "./queue.js";
 import { words } from "./words.js";
 import { totalsText } from "./usage.js";
+import { requestedSequence } from "./search.js";
 
 // A runtime stuck in a transitional status says which one and for how long (supervision.stuck).
 const attentionText = (session, stuck) =>
@@ -57,6 +58,7 @@ export class SessionView {
     }
     if (this.opening !== opening) return;
     this.session = session;
+    this.target = requestedSequence(); // a search hit: show the block that holds this event
     this.reloadTranscript();
     this.render();
   }
@@ -84,6 +86,22 @@ export class SessionView {
     this.usageSoon();
   }
 
+  // Scroll the block a search hit named into view and mark it (the nearest block at or before its event).
+  showTarget() {
+    const blocks = [...$("transcript").querySelectorAll("[data-sequence]")];
+    const found = blocks.filter((node) => Number(node.dataset.sequence) <= this.target).pop();
+    this.target = null;
+    if (!found) return;
+    found.classList.add("hit");
+    found.scrollIntoView({ block: "center" });
+    const transcript = this.transcript;
+    transcript.pinned = true; // the rest of the catch-up must not scroll the hit away
+    const unpin = () => { transcript.pinned = false; };
+    for (const kind of ["wheel", "keydown", "touchstart", "mousedown"]) {
+      transcript.container.addEventListener(kind, unpin, { once: true });
+    }
+  }
+
   close() {
     this.opening = null;
     this.stream?.close();
@@ -95,6 +113,7 @@ export class SessionView {
 
   onEvent(record) {
     this.transcript.add(record);
+    if (this.target != null && record.sequence >= this.target) this.showTarget();
     const activity = this.session?.activity;
     if (activity?.awaiting_output_since && record.type !== "user_message") delete activity.awaiting_output_since;
     if (record.type === "agent_message" || record.type === "thought") return;

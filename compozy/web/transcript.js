@@ -24,10 +24,13 @@ export class Transcript {
   }
 
   add(event) {
-    const follow = this.atBottom();
+    const follow = this.atBottom() && !this.pinned; // pinned: a search hit is shown until the person moves
+    const before = this.container.lastElementChild;
     const handler = HANDLERS[event.type];
     if (handler) handler.call(this, event, event.content || {});
     else if (!QUIET_TYPES.has(event.type)) this.marker(event, words(event.type));
+    const added = this.container.lastElementChild;
+    if (added && added !== before && !added.dataset.sequence) added.dataset.sequence = event.sequence; // its first event
     if (follow) this.container.scrollTop = this.container.scrollHeight;
   }
 

@@ -39,6 +39,12 @@ def argv(op_name, fields):
         raise ScenarioError(f"{op_name}: the CLI has no spelling for {', '.join(sorted(fields))}")
     if op_name == STREAM:
         return command + ["-o", "json"]
+    if any(success.media for success in operation.success):
+        return command + ["-o", "-"]  # a file command's -o is the file to write: standard output here
+    if op_name == "storage.retention":
+        return command + ["--retention"]  # one command reports and runs the policy: the flag says which
+    if op_name == "search.reindex":
+        return command + ["--reindex"]  # one command finds and reindexes: the flag says which
     if op_name.startswith("session.remove"):
         return command + ["--yes"]  # a script removes without a terminal to confirm on
     return command + (["--detach"] if op_name == "session.prompt" else [])

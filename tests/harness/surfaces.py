@@ -3,8 +3,10 @@
 A surface has one method, call(op, args) -> Outcome. Scenarios never name a surface's mechanics.
 """
 
+import io
 import json
 import re
+import zipfile
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -52,6 +54,22 @@ def scoped(operation):
     return "workspace" in operation.path_params
 
 
+def answers_a_file(operation):
+    """An operation whose answer is a file (an export), not a JSON document."""
+    return any(success.media for success in operation.success)
+
+
+def file_result(data, media_type=None):
+    """What a scenario matches of a file answer: its text, or a zip archive's file names (and the media type
+    where the surface sees it)."""
+    if isinstance(data, bytes) and data[:2] == b"PK":
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            found = {"files": sorted(archive.namelist())}
+    else:
+        found = {"text": data.decode() if isinstance(data, bytes) else data}
+    return {**found, **({"media_type": media_type} if media_type else {})}
+
+
 class InProcess:
     """The manager façade itself, in the test process (its app served too, for the agents' native tools)."""
 
@@ -74,6 +92,9 @@ class InProcess:
         except CompozyError as exc:
             check(op_name, error_problem, exc.code, exc.to_body())
             return Outcome(error=exc.code, message=exc.message, document=exc.to_body())
+        if answers_a_file(operation):
+            check(op_name, answer_problem, operation.status_for(), None)
+            return Outcome(result=file_result(document.text, document.media_type), document=document)
         if op_name != STREAM:
             check(op_name, answer_problem, operation.status_for(getattr(document, "kind", None)), document)
         return Outcome(result=unwrap(op_name, document), document=document)
@@ -122,6 +143,10 @@ class HttpSurface:
             if scoped(operation) and "workspace" not in fields:
                 fields["workspace"] = self._workspace_of(fields["session_id"])
             method, path, query, body = request(operation, fields)
+            if answers_a_file(operation):
+                media_type, data = self.client.fetch(method, path, query=query)
+                check(op_name, answer_problem, 200, None)
+                return Outcome(result=file_result(data, media_type), http_status=200)
             if op_name == STREAM:
                 status, document = 200, collect(self.client.stream(method, path, body=body, query=query))
             else:
@@ -164,12 +189,17 @@ class CliSurface:
         if "-o" not in command:
             command = command + ["-o", "json"]
         completed = subprocess.run([sys.executable, ENTRY, "--url", self.daemon.socket_url, *command],
-                                   env=test_environment(self.daemon.home), capture_output=True, text=True,
+                                   env=test_environment(self.daemon.home), capture_output=True,
                                    timeout=CLI_TIMEOUT)
+        data = completed.stdout  # bytes: a file command may write a binary file (a zip)
+        completed.stdout, completed.stderr = data.decode("utf-8", "replace"), completed.stderr.decode("utf-8", "replace")
         outcome = Outcome(exit_code=completed.returncode, stdout=completed.stdout, stderr=completed.stderr)
         match = _ERROR_LINE.search(completed.stderr)
         if completed.returncode != 0 and match:
             outcome.error, outcome.message = match.group(1), match.group(2)
+            return outcome
+        if answers_a_file(OPS[op_name]):
+            outcome.result = file_result(data)
             return outcome
         try:
             outcome.document = _parse_json_output(completed.stdout)

@@ -5,9 +5,11 @@ Layer 4, in derive: the highest session sub-package, so it may wire concerns fro
 """
 
 from compozy.session.lifecycle.children import Children
+from compozy.session.records.indexer import Indexer
 from compozy.session.lifecycle.hooks import Hooks
 from compozy.session.lifecycle.inbox import Inbox
 from compozy.session.lifecycle.notify import Notifiers
+from compozy.session.lifecycle.retention import Keeper
 from compozy.session.turns.messaging import Messaging
 from compozy.session.turns.titles import Titles
 
@@ -24,4 +26,6 @@ def observe(manager):
     services.inbox.listeners.append(Notifiers(services, hooks).opened)
     return {"hooks": hooks, "messaging": messaging,
             "titles": observers.add(Titles(services, manager._session)),
-            "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces))}
+            "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces)),
+            "search": observers.add(Indexer(services)),
+            "retention": observers.add(Keeper(services, manager._session, lambda r: manager.remove_session(r.id)))}

@@ -41,7 +41,8 @@ class InboxViews:
         return {"status": {"version": __version__, "accepting": self.services.accepting,
                            "sessions": self.catalog.state_counts(), "live": len(self.live),
                            "attention": attention, "inbox": self.catalog.attention.open_summary(),
-                           "notifier_runs": self.catalog.attention.recent_runs(10)}}
+                           "notifier_runs": self.catalog.attention.recent_runs(10),
+                           "daemon_attention": self.keeper.attention_items()}}
 
     def list_attention(self, query=None):
         """The open items across every session (or resolved ones, newest first), and the open counts."""
