@@ -223,10 +223,11 @@ OPERATIONS = (
               "Send a prompt; JSON admission, or with Accept: text/event-stream the admission then the turn's events",
               PROMPT_ANSWERS, (*SESSION, *ADMISSION, *IDENTITY, "message_conflict", "session_archived",
                                "session_stop_in_progress", "session_not_active", "active_turn_mismatch",
-                               "queue_full", "session_expired", *BINDING),
+                               "queue_full", "session_expired", "budget_exceeded", *BINDING),
               body=v.PROMPT_FIELDS, stream="on request", rules=(v.IDENTITY_TOGETHER,),
               cli=_session_cli("session prompt", "message",
-                               flags=_flags("mode", "expected_turn_id", "message_id", "idempotency_key")),
+                               flags=_flags("mode", "expected_turn_id", "message_id", "idempotency_key",
+                                            "override_budget")),
               tool=Tool("compozy__session_prompt", "Prompt another session of your workspace; with wait, the "
                         "result holds the answer's text and how the turn ended", ("message", "mode", "idempotency_key"),
                         v.TOOL_PROMPT_FIELDS)),
@@ -388,5 +389,40 @@ OPERATIONS = (
               (Success(200, None),), SESSION, query=v.STREAM_QUERY, headers={"Last-Event-ID": v.SEQUENCE},
               stream="always", cli=_session_cli("session attach")),
 )
+ATTENTION_OPERATIONS = (
+    Operation("GET", "/api/attention", "attention.list", "list_attention",
+              "The attention inbox: every item that needs a person across sessions and workspaces (a permission "
+              "request, stale supervision, a stuck runtime, a failure, a budget warning), with the actions that "
+              "resolve it; status=resolved for the recent resolutions", (Success(200, "AttentionList"),),
+              ("invalid_request", "workspace_not_found"), query=v.ATTENTION_QUERY,
+              cli=Cli("inbox", flags=(*_flags("kind", "workspace", "status", "limit"), ("session_id", "--session")))),
+    Operation("GET", "/api/attention/events", "attention.stream", "attention_stream",
+              "Server-Sent Events of the inbox's changes (item_opened, item_resolved), after an `inbox` snapshot of "
+              "the open items; resumes after Last-Event-ID, across daemon restarts",
+              (Success(200, None),), ("invalid_request",), headers={"Last-Event-ID": v.SEQUENCE}, stream="always"),
+    Operation("POST", "/api/attention/<item_id>/answer", "attention.answer", "answer_attention",
+              "Resolve an open item with one of its actions: a permission request's option_id (session.approve), "
+              "stop (session.stop), or dismiss", (Success(200, "AttentionAnswer"),),
+              ("invalid_request", "attention_item_not_found", "attention_item_resolved", "attention_action_not_offered",
+               "permission_request_not_found", "session_not_found", "workspace_not_found", "session_daemon_managed"),
+              body=v.ANSWER_FIELDS, cli=Cli("inbox answer", ("item_id", "option_id"))),
+    Operation("PUT", S + "/attention", "session.attention.set", "watch_turns",
+              "Opt the session in (or out): a turn that ends while nobody follows the session's events opens an "
+              "attention item turn_finished, resolved once someone looks (a viewer, a prompt)",
+              (Success(200, "SessionAttentionAnswer"),), SESSION, body=v.WATCH_TURNS_FIELDS,
+              cli=_session_cli("session attention", flags=_flags("turn_finished"))),
+)
+USAGE_OPERATIONS = (
+    Operation("GET", "/api/usage", "usage.summary", "usage_summary",
+              "The usage ledger summed: tokens by kind, cost per currency, turns (archived ones counted and marked) "
+              "and time, grouped by session, workspace, agent, provider, model or day over [since, until)",
+              (Success(200, "UsageSummaryAnswer"),), ("invalid_request", "workspace_not_found"), query=v.USAGE_QUERY,
+              cli=Cli("usage", flags=(("group_by", "--by"), *_flags("since", "until", "workspace", "agent")))),
+    Operation("GET", S + "/usage", "session.usage", "session_usage",
+              "A session's turns in the usage ledger and their sums; lineage=true adds the sessions it was "
+              "continued or forked from", (Success(200, "SessionUsageAnswer"),), SESSION,
+              query=v.SESSION_USAGE_QUERY, cli=_session_cli("session usage", flags=_flags("lineage"))),
+)
+OPERATIONS += ATTENTION_OPERATIONS + USAGE_OPERATIONS
 OPS = {operation.name: operation for operation in OPERATIONS}
 TOOLS = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}

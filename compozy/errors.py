@@ -39,6 +39,7 @@ ERRORS = {
     "queue_entry_not_found": ErrorKind(404, "no queue entry with that ID in the session"),
     "permission_request_not_found": ErrorKind(404, "no pending permission request with that ID"),
     "route_not_found": ErrorKind(404, "the agent does not declare that 1-based fallback_chain route"),
+    "attention_item_not_found": ErrorKind(404, "no attention item with that ID"),
     "message_not_found": ErrorKind(404, "no durable user message with that ID in the session's active transcript"),
     "turn_not_found": ErrorKind(404, "no turn with that ID in the session's active transcript"),
     "checkpoint_not_found": ErrorKind(404, "no usable file checkpoint: no such ID, or the turn has none (checkpoints "
@@ -76,6 +77,9 @@ ERRORS = {
     "session_tree_limit_reached": ErrorKind(409, "the root's tree already holds 20 sessions created below it"),
     "workspace_busy": ErrorKind(409, "a session working in the same folder has a turn in flight; files are not "
                                      "restored under it"),
+    "budget_exceeded": ErrorKind(409, "a budget of this session is spent for its period; override_budget goes past it"),
+    "attention_item_resolved": ErrorKind(409, "the attention item is already resolved (its resolution is in details)"),
+    "attention_action_not_offered": ErrorKind(409, "option_id names none of the attention item's actions"),
     # 413
     "queue_full": ErrorKind(413, "the session's input queue is at session.busy_input.queue_cap"),
     "body_too_large": ErrorKind(413, "the request body is over the 8 MiB limit"),

@@ -10,10 +10,10 @@ import time
 
 from compozy.errors import CompozyError
 
-PREFIXES = ("sess", "ws", "msg", "turn", "queue", "evt", "perm", "idem", "hook", "ckpt")
+PREFIXES = ("sess", "ws", "msg", "turn", "queue", "evt", "perm", "idem", "hook", "ckpt", "attn")
 KIND_NAMES = {"sess": "session", "ws": "workspace", "msg": "message", "turn": "turn", "queue": "queue entry",
               "evt": "event", "perm": "permission request", "idem": "idempotency key",
-              "hook": "hook run", "ckpt": "checkpoint"}
+              "hook": "hook run", "ckpt": "checkpoint", "attn": "attention item"}
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ULID_CHARACTERS = "[0-9A-HJKMNP-TV-Z]{26}"
 _ULID = re.compile(f"^{ULID_CHARACTERS}$")

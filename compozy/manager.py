@@ -24,6 +24,7 @@ from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair, requests as lifecycle
 from compozy.session.lifecycle.archives import ArchiveViews
 from compozy.session.lifecycle.boot import Reconciler
+from compozy.session.lifecycle.inbox_views import InboxViews
 from compozy.session.lifecycle.stop import Stopper
 from compozy.session.lifecycle.supervision import Supervisor
 from compozy.session.records import reads
@@ -33,7 +34,7 @@ from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.governed import refuse_removal
 from compozy.session.records.listing import list_filters
 from compozy.session.records.live import LiveSession, Services
-from compozy.session.records.reading import SessionReads
+from compozy.session.records.reading import SessionReads, watched
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection
 from compozy.session.records.settings import SettingsViews
@@ -45,6 +46,7 @@ from compozy.session.turns.identity import Identities
 from compozy.session.turns.inspection import agent_evidence
 from compozy.session.turns import titles
 from compozy.session.turns.tool_calls import ToolCalls
+from compozy.session.turns.usage_views import UsageViews
 from compozy.session.turns.choices import outcome
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
@@ -61,7 +63,8 @@ ATTENTION_LIMIT = 100
 SHUTDOWN_JOIN_SECONDS = 2.0  # what the background threads get to end before the stores close under them
 
 
-class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls, files.FileOperations):
+class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls, files.FileOperations,
+                     InboxViews, UsageViews):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
         endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
@@ -124,21 +127,6 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
     def health(self) -> dict:
         """Liveness and version."""
         return {"status": "ok", "version": __version__}
-
-    def daemon_status(self) -> dict:
-        """The daemon at a glance: version, session counts by state, sessions that need attention."""
-        attention = []
-        for session_id in self.catalog.attention_ids(ATTENTION_LIMIT):
-            record = self._record(session_id)
-            entry = {k: getattr(record, k) for k in ("id", "name", "state", "workspace_id", "stop_reason",
-                                                     "stop_detail", "failure", "attention")}
-            live = self.live.get(session_id)
-            if live is not None and live.sources is not None and live.sources.stuck:
-                entry["stuck"] = live.sources.stuck  # how long its runtime has been transitional
-            attention.append(entry)
-        return {"status": {"version": __version__, "accepting": self.services.accepting,
-                           "sessions": self.catalog.state_counts(), "live": len(self.live),
-                           "attention": attention, "daemon_attention": self.keeper.attention_items()}}
 
     # -- workspaces ---------------------------------------------------------------------
 
@@ -203,10 +191,13 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         rows, has_more, total = self.catalog.list_sessions(list_filters(query, self.workspaces), limit, cursor)
         page = {"limit": limit, "total": total, "has_more": has_more,
                 "next_cursor": rows[-1][0] if has_more and rows else None}
+        open_items = self.catalog.attention.counts([row[0] for row in rows])  # the inbox's items per session
         if encoded:
             texts = [self._list_row_text(*row) for row in rows]
-            return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)}}}')
-        return {"sessions": [json.loads(self._list_row_text(*row)) for row in rows], "page": page}
+            return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)},'
+                                      f'"open_items":{serialize.encode(open_items)}}}')
+        return {"sessions": [json.loads(self._list_row_text(*row)) for row in rows], "page": page,
+                "open_items": open_items}
 
     def rename_session(self, session_id: str, workspace: str | None, body: Fields) -> dict:
         """An explicit name; it always wins over an auto title."""
@@ -245,7 +236,8 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
             if admission.get("replayed"):
                 return
             ends = lambda r: r["turn_id"] == turn_id and r["type"] in ("done", "error")  # noqa: E731
-            for batch in reads.follow_batches(session.log, session.feed, cursor, until=ends):
+            for batch in watched(session, self.services, reads.follow_batches(session.log, session.feed, cursor,
+                                                                              until=ends)):
                 yield [(r["type"], r) for r in batch if r["turn_id"] == turn_id] if batch else (None, None)
         return events()
 

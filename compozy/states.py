@@ -377,6 +377,12 @@ class PermissionDecision(StrEnum):
 PERMISSION_SELECTED, PERMISSION_CANCELLED = "selected", "cancelled"
 
 
+# The kinds of the attention inbox's items (compozy.session.lifecycle.inbox).
+ATTENTION_KINDS = ("permission", "supervision_stale", "supervision_unknown", "runtime_stuck", "stop_unverified",
+                   "agent_failure", "recovery_exhausted", "provider_auth_failure", "budget_warning", "storage_budget",
+                   "turn_finished")
+
+
 class Attention(StrEnum):
     STOP_VERIFICATION_FAILED = "stop_verification_failed"
     SUPERVISION_UNKNOWN = "supervision_source_unknown"

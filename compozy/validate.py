@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from compozy.errors import invalid
 from compozy.ids import CLIENT_TOKEN_PATTERN, CLIENT_TOKEN_RULE, id_pattern
-from compozy.states import CREATE_LINEAGE_KINDS, BusyMode, PermissionDecision, SessionState, SessionType
+from compozy.states import ATTENTION_KINDS, CREATE_LINEAGE_KINDS, BusyMode, PermissionDecision, SessionState, SessionType
 from compozy.text import UNSAFE_CHARACTERS
 
 # Patterns are regular expressions that Python and JSON Schema (ECMAScript) read alike: the check
@@ -225,6 +225,26 @@ def query_int(value, name, minimum=0, maximum=SQLITE_MAX_INTEGER):
     return number
 
 
+def check_query(query, spec):
+    """A query with only declared parameters, parsed by their specs' types (strings from HTTP and the CLI,
+    typed values in-process)."""
+    unknown = sorted(set(query) - set(spec))
+    if unknown:
+        raise invalid(f"unknown parameter(s): {', '.join(unknown)}", fields=unknown)
+    clean = {}
+    for name, field in spec.items():
+        value = query.get(name)
+        if value is None:
+            continue
+        if int in field.types:
+            clean[name] = query_int(value, name, field.minimum or 0, field.maximum or SQLITE_MAX_INTEGER)
+        elif bool in field.types:
+            clean[name] = query_bool(value, name)
+        else:
+            clean[name] = _check_value(name, value, field)
+    return clean
+
+
 def query_bool(value, name):
     if value is None:
         return None
@@ -256,7 +276,7 @@ CREATE_FIELDS = {
 }
 PROMPT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token(),
                  "runtime": mapping(fields=RUNTIME_FIELDS), "mode": text(choices=tuple(BusyMode)),
-                 "expected_turn_id": identifier("turn")}
+                 "expected_turn_id": identifier("turn"), "override_budget": boolean()}
 CANCEL_FIELDS: dict = {}
 EDIT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token()}
 STEER_FIELDS = {"expected_turn_id": identifier("turn", required=True), "message": message(), "message_id": token(),
@@ -319,6 +339,16 @@ SEARCH_QUERY = {"q": text(required=True, pattern=NOT_EMPTY, max_length=1000, rul
                 "kind": text(choices=SEARCH_KINDS), "archive": LIST_QUERY["archive"], "rewound": boolean(),
                 "limit": integer(minimum=1, maximum=100), "cursor": text(max_length=20)}
 ARCHIVE_QUERY = {"stop": boolean()}
+ATTENTION_QUERY = {"kind": text(choices=ATTENTION_KINDS), "workspace": text(pattern=NOT_EMPTY, rule="must be a "
+                   "workspace name or ID"), "session_id": identifier("sess"), "status": text(choices=("open", "resolved")),
+                   "limit": integer(minimum=1, maximum=1000)}
+USAGE_GROUPS = ("session", "workspace", "agent", "provider", "model", "day")
+USAGE_QUERY = {"group_by": text(choices=USAGE_GROUPS), "since": text(max_length=40, pattern=NOT_EMPTY, rule="must not "
+               "be empty"), "until": text(max_length=40, pattern=NOT_EMPTY, rule="must not be empty"),
+               "workspace": text(pattern=NOT_EMPTY, rule="must be a workspace name or ID"), "agent": text(max_length=64)}
+SESSION_USAGE_QUERY = {"lineage": boolean()}
+WATCH_TURNS_FIELDS = {"turn_finished": boolean(required=True)}
+ANSWER_FIELDS = {"option_id": text(required=True, max_length=1000, pattern=NOT_EMPTY, rule="must not be empty")}
 PREVIEW_QUERY = {"message_id": token()}
 DIFF_QUERY = {"against": text(choices=("end", "current")), "stat": boolean()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}
@@ -330,5 +360,6 @@ PATH_FIELDS = {"session_id": identifier("sess", required=True), "entry": identif
                "workspace": text(required=True, pattern=WORKSPACE_REFERENCE, rule="must be a workspace name or ID"),
                "agent_name": text(required=True, max_length=64),
                "turn_id": identifier("turn", required=True), "checkpoint_id": identifier("ckpt", required=True),
+               "item_id": identifier("attn", required=True),
                "setting": text(required=True, max_length=200, rule="a setting's dotted name; any other is "
                                                                    "setting_not_editable")}

@@ -25,7 +25,8 @@ NOBODY = 65534
 SESSION_ID = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 PARAMETERS = {"workspace": "ws_01ARZ3NDEKTSV4RRFFQ69G5FAV", "session_id": SESSION_ID, "entry": "queue_x",
               "agent_name": "general", "setting": "session.supervision.idle_release_after", "turn_id": "turn_x",
-              "checkpoint_id": "ckpt_x"}
+              "checkpoint_id": "ckpt_x",
+              "item_id": "attn_01ARZ3NDEKTSV4RRFFQ69G5FAV"}
 ROUTES = sorted((method.upper(), path) for path, item in openapi(__version__)["paths"].items()
                 for method in item if path != "/api/health")
 

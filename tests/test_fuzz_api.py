@@ -20,7 +20,7 @@ from tests.harness.daemon import DaemonProcess
 from tests.harness.runner import kill_marked
 
 EXAMPLES = int(os.environ.get("COMPOZY_FUZZ_EXAMPLES", "300" if os.environ.get("COMPOZY_LONG") == "1" else "5"))
-STREAMS = ("session.stream", "session.catalog_stream")
+STREAMS = ("session.stream", "session.catalog_stream", "attention.stream")
 
 
 class Target:

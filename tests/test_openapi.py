@@ -207,7 +207,7 @@ def facade(tmp_path_factory):
     session = manager.create_session({"workspace_path": str(workspace)})["session"]
     try:
         yield manager, {"workspace": session["workspace_id"], "session_id": session["id"],
-                        "entry": "queue_01J00000000000000000000000", "checkpoint_id": "ckpt_01J00000000000000000000000",
+                        "entry": "queue_01J00000000000000000000000", "checkpoint_id": "ckpt_01J00000000000000000000000", "item_id": "attn_01J00000000000000000000000",
                         "setting": "session.supervision.idle_release_after"}
     finally:
         manager.shutdown()

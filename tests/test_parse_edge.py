@@ -12,7 +12,8 @@ from compozy.paths import ensure_auth_token
 from tests.harness.served import ServedManager
 
 SAMPLE = {"entry": "queue_01J9Z3N4B6C8D0E2F4G6H8J0KM", "agent_name": "reference", "setting": "session.title",
-          "turn_id": "turn_01J9Z3N4B6C8D0E2F4G6H8J0KM", "checkpoint_id": "ckpt_01J9Z3N4B6C8D0E2F4G6H8J0KM"}
+          "turn_id": "turn_01J9Z3N4B6C8D0E2F4G6H8J0KM", "checkpoint_id": "ckpt_01J9Z3N4B6C8D0E2F4G6H8J0KM",
+          "item_id": "attn_01J9Z3N4B6C8D0E2F4G6H8J0KM"}
 
 
 @pytest.fixture(scope="module")

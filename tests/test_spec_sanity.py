@@ -17,6 +17,7 @@ ROUTES_TESTED_ELSEWHERE = {
     "daemon.openapi": "tests/test_openapi.py checks the document against the route table",
     "session.stream": "tests/test_streams.py follows SSE with real viewers, resume and keepalive",
     "session.catalog_stream": "tests/test_streams.py follows catalog changes",
+    "attention.stream": "tests/test_attention.py follows the inbox: snapshot, changes, resume after a restart",
     "daemon.login": "tests/test_auth.py mints login URLs over TCP, the socket and `compozy open`, and redeems each in "
                     "a page request, once: what a login token is for, no scenario step can do (the façade has none)",
 }

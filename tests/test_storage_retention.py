@@ -96,7 +96,7 @@ def test_the_storage_report_by_kind_workspace_and_session(home, daemon, workspac
     assert shown.returncode == 0 and session["id"] in shown.stdout and "growth" in shown.stdout
 
 
-def test_a_disk_budget_at_90_percent_raises_attention_and_deletes_nothing(home, workspace):
+def test_a_disk_budget_at_90_percent_raises_attention_and_an_inbox_item_and_deletes_nothing(home, workspace):
     daemon = start(home, budget=200_000)
     try:
         api = daemon.client(timeout=30)
@@ -110,5 +110,18 @@ def test_a_disk_budget_at_90_percent_raises_attention_and_deletes_nothing(home, 
         shown = run_cli(home, "--url", daemon.socket_url, "status")
         assert shown.returncode == 0 and "storage_budget: the home uses" in shown.stdout
         assert len(events(api, session, limit=1000)) > 50  # nothing deleted
+        item, = wait_for(lambda: api.call("GET", "/api/attention", query={"kind": "storage_budget"})[1]["items"],
+                         what="the budget's item in the inbox")
+        assert item["session_id"] is None and [a["id"] for a in item["actions"]] == ["dismiss"]
+    finally:
+        daemon.stop()
+    daemon = start(home, budget=0)  # the limit lifted while the daemon was down: the item resolves at boot
+    try:
+        api = daemon.client(timeout=30)
+        resolved, = wait_for(lambda: api.call("GET", "/api/attention", query={"kind": "storage_budget",
+                                                                               "status": "resolved"})[1]["items"],
+                             what="the budget's item resolved")
+        assert resolved["id"] == item["id"] and "back under" in resolved["resolution"]
+        assert api.call("GET", "/api/attention", query={"kind": "storage_budget"})[1]["items"] == []
     finally:
         daemon.stop()

@@ -9,7 +9,7 @@ from compozy.api import OPERATIONS, OPS
 from tests.test_web import fetch
 
 WEB = Path(__file__).resolve().parents[1] / "compozy" / "web"
-OPERATION_NAME = re.compile(r'"((?:daemon|agent|settings|workspace|session)\.[a-z_]+(?:\.[a-z_]+)*)"')
+OPERATION_NAME = re.compile(r'"((?:daemon|agent|settings|workspace|session|attention|usage)\.[a-z_]+(?:\.[a-z_]+)*)"')
 # Where the page names an operation: the first argument of call, act or address, or the first item of a bulk
 # action's request.
 NAMING = re.compile(r'\b(?:call|act|address)\(([^,)]*)|request: \([^)]*\) => \[([^,\]]*)')

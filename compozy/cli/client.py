@@ -87,9 +87,10 @@ class Client:
         finally:
             connection.close()
 
-    def stream(self, method, path, body=None, query=None, timeout=None):
+    def stream(self, method, path, body=None, query=None, timeout=None, headers=None):
         """Yield (event, data) pairs of a Server-Sent Events response."""
-        response, connection = self._send(method, path, body, query, {"Accept": "text/event-stream"}, timeout)
+        headers = {**(headers or {}), "Accept": "text/event-stream"}
+        response, connection = self._send(method, path, body, query, headers, timeout)
         try:
             if response.status >= 400:
                 raise _error_from(response.status, _decode(response.read()))

@@ -338,7 +338,20 @@ def _status_text(document):
                      f"{detail}")
     for item in status.get("daemon_attention", []):  # the daemon's own, not a session's: the disk budget
         lines.append(f"  {item['kind']}: {item['summary']}")
-    return "\n".join(lines)
+    return "\n".join(lines + _inbox_lines(status))
+
+
+def _inbox_lines(status):
+    """The inbox's open items by kind and session, and the newest notifier runs."""
+    inbox, lines = status.get("inbox") or {}, []
+    if inbox.get("total"):
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(inbox["by_kind"].items()))
+        lines.append(f"inbox: {inbox['total']} open ({kinds}); `compozy inbox` lists them")
+        lines += [f"  {sid}  {n} in the inbox" for sid, n in sorted(inbox["by_session"].items())]
+    for run in status.get("notifier_runs") or []:
+        outcome = run.get("skipped") or ("timed out" if run.get("timed_out") else f"exit {run.get('exit_code')}")
+        lines.append(f"notifier  {run['started_at'][:19]}  {run['item_id']}  {run['kind']}: {outcome}")
+    return lines
 
 
 def _stuck_text(stuck):

@@ -47,10 +47,10 @@ class Context:
         method, path, query, _ = self._request(name, fields)
         return self.client.fetch(method, path, query=query)
 
-    def stream(self, name, /, **fields):
+    def stream(self, name, /, headers=None, **fields):
         """(event, data) pairs of an operation answered as Server-Sent Events."""
         method, path, query, body = self._request(name, fields)
-        return self.client.stream(method, path, body=body, query=query)
+        return self.client.stream(method, path, body=body, query=query, headers=headers)
 
     def _request(self, name, fields):
         from compozy.cli.client import request
@@ -125,9 +125,11 @@ def add_profile_option(group):
     """`--profile NAME` on every command as well, as the seed writes it (`compozy session stop --profile
     NAME ...`); it is eager, so defaults that depend on the profile (daemon start's port) see it."""
     for command in group.commands.values():
-        if isinstance(command, click.Group):
+        grouped = isinstance(command, click.Group)
+        if grouped:
             add_profile_option(command)
-        elif not any(param.name == "command_profile" for param in command.params):
+        if (not grouped or command.invoke_without_command) and \
+                not any(param.name == "command_profile" for param in command.params):  # `inbox` is a command too
             command.params.append(click.Option(["--profile", "command_profile"], metavar="NAME", expose_value=False,
                                                is_eager=True, callback=_profile_chosen, help=PROFILE_HELP))
 
@@ -136,7 +138,8 @@ def commands():
     """The whole command tree: the hand-written commands, then one generated for every other operation of
     the table (compozy/cli/generated.py)."""
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting, files,  # noqa: F401
-                             finding, history, lifecycle, mcp, page, prompting, session, storage, workspace)
+                             finding, history, inbox, lifecycle, mcp, page, prompting, session, storage, usage,
+                             workspace)
     from compozy.cli.generated import generate
     generate(cli)
     return cli

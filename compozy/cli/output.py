@@ -78,9 +78,10 @@ def readable(value, key=None):
 SESSION_HEADERS = ("ID", "STATE", "AGENT", "RUNTIME", "NAME")
 
 
-def session_row(session):
+def session_row(session, open_items=0):
     runtime = session.get("runtime") or {}
     state = session["state"] + (f" ({session['attention']})" if session.get("attention") else "")  # needs attention
+    state += f" [{open_items} in inbox]" if open_items else ""
     return session["id"], state, session["agent_name"], runtime_cell(runtime), session.get("name") or "-"
 
 
@@ -92,10 +93,11 @@ def runtime_cell(runtime):
     return f"{named or '-'} ({runtime.get('status', '-')})"
 
 
-def session_table(sessions, quiet=False):
+def session_table(sessions, quiet=False, open_items=None):
     if quiet:
         return "\n".join(s["id"] for s in sessions)
-    return table([session_row(s) for s in sessions], SESSION_HEADERS, "no sessions")
+    return table([session_row(s, (open_items or {}).get(s["id"], 0)) for s in sessions], SESSION_HEADERS,
+                 "no sessions")
 
 
 def session_block(session):

@@ -67,12 +67,14 @@ def _pair(text):
 @click.option("--expected-turn-id", help="fence: refuse if another turn is current (steer and interrupt)")
 @click.option("--message-id", help="retry an exact earlier request (with --idempotency-key)")
 @click.option("--idempotency-key", help="retry an exact earlier request (with --message-id)")
+@click.option("--override-budget", "override_budget", is_flag=True,
+              help="go past a spent budget (recorded in the turn's usage and its user_message)")
 @click.option("--detach", is_flag=True, help="print the admission and return without following the turn")
 @click.option("--cancel-on-interrupt", is_flag=True, help="Ctrl-C cancels the turn (by default it goes on)")
 @output_option(("text", "json", "jsonl"))
 @click.pass_obj
 def prompt(obj, session_id, message, message_file, mode, expected_turn_id, message_id, idempotency_key, detach,
-           cancel_on_interrupt, output, **runtime):
+           cancel_on_interrupt, output, override_budget, **runtime):
     """Send MESSAGE to a session and stream the answer until the turn ends.
 
     MESSAGE '-' (or --file -) reads the message from stdin. Ctrl-C stops following and leaves
@@ -90,7 +92,8 @@ def prompt(obj, session_id, message, message_file, mode, expected_turn_id, messa
     # A retry of this exact command replays its admission: the CLI chooses the identity once.
     fields = dict(session_id=session_id, message=message, message_id=message_id or new_id("msg"),
                   idempotency_key=idempotency_key or new_id("idem"), mode=mode,
-                  expected_turn_id=expected_turn_id, runtime=runtime_body(**runtime) or None)
+                  expected_turn_id=expected_turn_id, runtime=runtime_body(**runtime) or None,
+                  override_budget=override_budget or None)
     progress = BindingProgress(obj, session_id)
     if output == "text":
         progress.begin()

@@ -101,7 +101,7 @@ def list_(obj, output, quiet, **filters):
       compozy session list -q | xargs -n1 compozy session stop
     """
     document = obj.call("session.list", **filters)
-    emit(document, output, lambda d: session_table(d["sessions"], quiet))
+    emit(document, output, lambda d: session_table(d["sessions"], quiet, d.get("open_items")))
 
 
 @session.command("get")

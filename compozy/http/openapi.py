@@ -9,6 +9,7 @@ from collections import defaultdict
 from compozy import api
 from compozy import validate as v
 from compozy.errors import ERRORS
+from compozy.http.ledger_schemas import LEDGER_SCHEMAS
 from compozy.http.schemas import SCHEMAS, field_schema, ref, spec_schema
 
 # What the guards in front of every route can answer (http/guards.py).
@@ -33,7 +34,7 @@ def openapi(version):
     return {"openapi": "3.0.3",
             "info": {"title": "compozy daemon API", "version": version, "description": DESCRIPTION},
             "paths": dict(paths), "security": [{"bearer": []}],
-            "components": {"schemas": SCHEMAS, "securitySchemes": SECURITY_SCHEMES}}
+            "components": {"schemas": {**SCHEMAS, **LEDGER_SCHEMAS}, "securitySchemes": SECURITY_SCHEMES}}
 
 
 def openapi_path(rule):

@@ -1,4 +1,4 @@
-"""The web page: one HTML document for `/`, `/sessions/<id>` and `/settings`, and its static files.
+"""The web page: one HTML document for `/`, `/sessions/<id>`, `/inbox`, `/usage` and `/settings`, and its files.
 
 Layer 6 (surface). The files ship inside the package and are read with importlib.resources, so the
 page works from a zipapp. These routes are not API operations: they stay out of /api/openapi.json.
@@ -59,4 +59,6 @@ def register(app):
     app.add_url_rule("/", endpoint="page.index", view_func=page, methods=["GET"])
     app.add_url_rule("/sessions/<session_id>", endpoint="page.session", view_func=page, methods=["GET"])
     app.add_url_rule("/settings", endpoint="page.settings", view_func=page, methods=["GET"])
+    app.add_url_rule("/inbox", endpoint="page.inbox", view_func=page, methods=["GET"])
+    app.add_url_rule("/usage", endpoint="page.usage", view_func=page, methods=["GET"])
     app.add_url_rule("/assets/<name>", endpoint="page.asset", view_func=asset, methods=["GET"])

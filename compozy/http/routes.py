@@ -58,6 +58,12 @@ def catalog_stream(manager, operation, params):
     return sse_response(lambda: batches_as_pairs(manager.catalog_stream(after_sequence=after)))
 
 
+def attention_stream(manager, operation, params):
+    parsed(operation, params)  # it takes no query: any parameter is refused
+    after = resume_point(None)
+    return sse_response(lambda: batches_as_pairs(manager.attention_stream(after_sequence=after)))
+
+
 def fixed(document):
     """The handler of an operation that answers the same document to every (parsed) request."""
     def handler(_manager, operation, params):
@@ -67,7 +73,7 @@ def fixed(document):
 
 
 SPECIAL = {"session.prompt": prompt, "session.list": list_sessions, "session.stream": stream,
-           "session.catalog_stream": catalog_stream}
+           "session.catalog_stream": catalog_stream, "attention.stream": attention_stream}
 
 
 def view(manager, operation, handler=None):

@@ -125,7 +125,7 @@ QUEUE_ENTRY = obj(["id", "session_id", "status", "mode", "message", "message_id"
                    "runtime", "position", "created_at", "updated_at"],
                   id=STRING, session_id=STRING, status=enum(QueueStatus), mode=nullable(enum(BusyMode)), message=STRING,
                   message_id=STRING, idempotency_key=STRING, turn_id=STRING, runtime=OBJECT, position=INTEGER,
-                  created_at=TIMESTAMP, updated_at=TIMESTAMP)
+                  created_at=TIMESTAMP, updated_at=TIMESTAMP, waiting=OBJECT)
 PROMPT_ADMISSION = obj(["disposition", "turn_id", "message_id", "idempotency_key", "replayed"],
                        disposition=enum(Disposition), turn_id=STRING, message_id=STRING, idempotency_key=STRING,
                        entry_id=STRING, steer_delivery=enum(SteerDelivery), interrupted_turn_id=STRING,
@@ -164,7 +164,7 @@ SCHEMAS = {
     "SessionAnswer": wrapped("session", "Session"),
     "SessionPage": obj(["sessions", "page"], sessions=array(ref("Session")), page=obj(
         ["limit", "total", "has_more", "next_cursor"], limit=INTEGER, total=INTEGER, has_more=BOOLEAN,
-        next_cursor=nullable(STRING))),
+        next_cursor=nullable(STRING)), open_items={"type": "object", "additionalProperties": INTEGER}),
     "SessionStatus": obj((*SESSION_REQUIRED, "lifecycle_state", "verified", "attention"),
                          state=enum(HealthState), lifecycle_state=enum(SessionState), **SESSION_FIELDS),
     "SessionStatusAnswer": wrapped("session", "SessionStatus"),
@@ -251,8 +251,8 @@ SCHEMAS = {
         attention=array(obj(["id", "state", "workspace_id"], id=STRING, name=nullable(STRING),
                             state=enum(SessionState), workspace_id=STRING, stop_reason=nullable(STRING),
                             stop_detail=nullable(STRING), failure=nullable(OBJECT), attention=nullable(STRING),
-                            stuck=nullable(STUCK))),
-        daemon_attention=array(DAEMON_ATTENTION))),
+                            stuck=nullable(STUCK))), inbox=ref("AttentionOpen"),
+        notifier_runs=array(ref("NotifierRun")), daemon_attention=array(DAEMON_ATTENTION))),
     "DerivePreviewAnswer": obj(["preview"], preview=PREVIEW),
     "SearchIndex": SEARCH_INDEX,
     "StorageAnswer": obj(["storage"], storage=obj(

@@ -16,8 +16,10 @@ from peewee import (BooleanField, CharField, IntegerField, IntegrityError, Model
 from compozy.clock import now_iso
 from compozy.errors import CompozyError
 from compozy.states import InteractionState
+from compozy.store.attention import AttentionItems
 from compozy.store.db import Guarded, open_sqlite
 from compozy.store.derivations import Derived
+from compozy.store.ledger import Ledger
 from compozy.store.records import Admission, Interaction, QueueEntry
 from compozy.store.rows import marks, select_rows, update_row
 from compozy.store.sessionindex import upsert
@@ -92,6 +94,7 @@ def make_models(db):
         turn_id = CharField()
         admission_id = CharField(null=True)
         failure = TextField(null=True)
+        budget_override = TextField(null=True)  # the spent budget a person went past (JSON), for the entry's turn
         created_at = CharField()
         updated_at = CharField()
 
@@ -134,7 +137,11 @@ class Catalog:
             for column, kind in (("resource", "TEXT"), ("meta_mtime", "INTEGER")):
                 if column not in columns:  # catalogs written by an earlier version
                     db.execute_sql(f"ALTER TABLE sessions ADD COLUMN {column} {kind}")
+            if "budget_override" not in {row[1] for row in db.execute_sql("PRAGMA table_info(input_queue)")}:
+                db.execute_sql("ALTER TABLE input_queue ADD COLUMN budget_override TEXT")
         self.derived = Derived(self.guard)
+        self.attention = AttentionItems(self.guard)
+        self.ledger = Ledger(self.guard)
 
     def close(self):
         self.guard.close()

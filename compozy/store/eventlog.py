@@ -206,6 +206,12 @@ class EventLog:
             return db.execute_sql("UPDATE events SET archived = 1 WHERE archived = 0 AND sequence BETWEEN ? AND ?",
                                   (first, last)).rowcount
 
+    def turn_ids_between(self, first, last):
+        """The turns with events from first through last (a rewind's archived suffix)."""
+        with self._read() as db:
+            return [r[0] for r in db.execute_sql("SELECT DISTINCT turn_id FROM events WHERE turn_id IS NOT NULL AND "
+                                                 "sequence BETWEEN ? AND ?", (first, last)).fetchall()]
+
     def transcript_records(self, through_sequence):
         """The unarchived records a transcript folds from, up to through_sequence (store/transcriptrows.py)."""
         with self._read() as db:

@@ -87,6 +87,7 @@ class QueueEntry(ControlRow):
     position: int | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    budget_override: str | None = None  # the spent budget a person went past (JSON text), for the entry's turn
 
 
 @dataclass

@@ -1,18 +1,23 @@
-// The page: client-side routing between the session list (/), one session (/sessions/<id>) and the settings
-// (/settings), the list kept live by the catalog stream. At most two streams are open: the catalog's, always,
-// and the open session's.
+// The page: client-side routing between the session list (/), one session (/sessions/<id>), the inbox (/inbox),
+// usage (/usage) and the settings (/settings), the list kept live by the catalog stream. At most three streams
+// are open: the catalog's and the inbox's, always, and the open session's.
 import { $, el, replace, follow, refreshTimes, withProfile, profile } from "./dom.js";
 import { address, call } from "./api.js";
 import { SessionView } from "./session.js";
 import { SessionList } from "./list.js";
 import { SettingsView } from "./settings.js";
+import { Inbox } from "./inbox.js";
+import { UsageView } from "./usage.js";
 import { Search } from "./search.js";
 
 const workspaces = new Map();
-const views = { list: $("list-view"), session: $("session-view"), settings: $("settings-view") };
+const views = { list: $("list-view"), session: $("session-view"), settings: $("settings-view"),
+  inbox: $("inbox-view"), usage: $("usage-view") };
 const session = new SessionView({ alert: showAlert, navigate, workspaceName: (id) => workspaces.get(id)?.name || id });
 const list = new SessionList({ alert: showAlert, navigate, workspaces, loadWorkspaces });
 const settings = new SettingsView({ alert: showAlert });
+const inbox = new Inbox({ alert: showAlert });
+const usage = new UsageView({ alert: showAlert });
 new Search({ alert: showAlert, navigate });
 let refreshTimer = null;
 
@@ -45,6 +50,15 @@ function route() {
     return session.open(decodeURIComponent(match[1]));
   }
   session.close();
+  inbox.hide();
+  if (location.pathname === "/inbox") {
+    show("inbox");
+    return inbox.show();
+  }
+  if (location.pathname === "/usage") {
+    show("usage");
+    return usage.show();
+  }
   if (location.pathname === "/settings") {
     show("settings");
     return settings.show();

@@ -7,6 +7,7 @@ import { Transcript } from "./transcript.js";
 import { RUNTIME_FIELDS, renderSide } from "./side.js";
 import { loadQueue } from "./queue.js";
 import { words } from "./words.js";
+import { totalsText } from "./usage.js";
 import { requestedSequence } from "./search.js";
 
 // A runtime stuck in a transitional status says which one and for how long (supervision.stuck).
@@ -147,6 +148,8 @@ export class SessionView {
       try {
         const { usage } = await call("session.inspect", this.scope);
         transcript.setUsage(usage?.turns || []);
+        const { usage: ledger } = await call("session.usage", this.scope);
+        if (this.transcript === transcript) replace($("session-usage"), totalsText(ledger.total));
       } catch {
         // usage is a nicety: the next turn's end asks again
       }

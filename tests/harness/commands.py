@@ -22,6 +22,8 @@ def _walk(group, prefix, groups=False):
     for name, command in group.commands.items():
         path = f"{prefix} {name}".strip()
         if isinstance(command, click.Group):
+            if command.invoke_without_command and not groups:
+                yield path, command  # a group that is a command of its own too (`inbox`, `inbox answer`)
             yield from _walk(command, path, groups)
         elif not groups:
             yield path, command

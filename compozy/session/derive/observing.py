@@ -7,6 +7,8 @@ Layer 4, in derive: the highest session sub-package, so it may wire concerns fro
 from compozy.session.lifecycle.children import Children
 from compozy.session.records.indexer import Indexer
 from compozy.session.lifecycle.hooks import Hooks
+from compozy.session.lifecycle.inbox import Inbox
+from compozy.session.lifecycle.notify import Notifiers
 from compozy.session.lifecycle.retention import Keeper
 from compozy.session.turns.checkpoints import Checkpointer
 from compozy.session.turns.messaging import Messaging
@@ -21,7 +23,10 @@ def observe(manager):
     messaging = observers.add(Messaging(services, manager.engine, manager._session))
     services.work_signals.append(messaging.signals)
     services.waits.append(messaging.waits)
-    return {"hooks": observers.add(Hooks(services)), "messaging": messaging,
+    services.inbox = observers.add(Inbox(services))
+    hooks = observers.add(Hooks(services))
+    services.inbox.listeners.append(Notifiers(services, hooks).opened)
+    return {"hooks": hooks, "messaging": messaging,
             "titles": observers.add(Titles(services, manager._session)),
             "children": observers.add(Children(services, manager.stopper, manager._session, manager.workspaces)),
             "search": observers.add(Indexer(services)),

@@ -136,18 +136,21 @@ class Rewinder:
         receipt completed (boot finishes what an unclean exit interrupts in between)."""
         self.receipts.add_rewind(RewindReceipt(session.id, key, print_, RewindState.PENDING.value, result))
         self.binder.retire(session)  # the agent's context holds what is cut: the next prompt starts a fresh one
-        apply(session.log, session.record, result)
+        apply(session.log, session.record, result, self.services.catalog.ledger)
         session.feed.forget()  # a viewer starting now reads only what stays active
         discarded = {"derivation": session.record.derivation} if result.get("carried_context_discarded") else {}
         session.save(fences=session.record.fences, runtime=session.record.runtime, **discarded)
         move(self.receipts, session.id, key, RewindState.PENDING, RewindState.COMPLETED)
 
 
-def apply(events: EventLog, record: SessionRecord, result: dict) -> None:
-    """The cut itself, idempotent: archive the range, move the fences, drop the ACP session (and, for a
-    clear, the carried context: it stays stored, never again prepended)."""
+def apply(events: EventLog, record: SessionRecord, result: dict, ledger) -> None:
+    """The cut itself, idempotent: archive the range (its turns marked archived in the usage ledger, where they
+    still count), move the fences, drop the ACP session (and, for a clear, the carried context: it stays stored,
+    never again prepended)."""
     if result["archived_event_count"]:
-        events.archive(result["archived_from_sequence"], result["archived_through_sequence"])
+        first, last = result["archived_from_sequence"], result["archived_through_sequence"]
+        events.archive(first, last)
+        ledger.mark_archived(record.id, events.turn_ids_between(first, last))
     fences = record.fences or {}
     if fences.get("epoch", 0) < result["transcript_epoch"]:
         record.fences = {**fences, "epoch": result["transcript_epoch"], "generation": result["generation"]}
@@ -169,7 +172,7 @@ def finish_interrupted(store: SessionStore) -> list[str]:
     for receipt in receipts.rewinds_in_state(RewindState.PENDING.value):
         record = store.get(receipt.session_id)
         if record is not None:
-            apply(store.events(record), record, receipt.result)
+            apply(store.events(record), record, receipt.result, store.catalog.ledger)
             store.save(record)
         move(receipts, receipt.session_id, receipt.idempotency_key, RewindState.PENDING,
              RewindState.COMPLETED, repair=True)

@@ -85,13 +85,9 @@ class Hooks:
             self.services.threads.start(f"hook-{event}-{record.id}", self._run, record, hook, payload)
 
     def _run(self, record, hook, payload):
-        with self.slots:
-            clock = self.services.clock
-            started_at, started = clock.now_iso(), clock.monotonic()
-            outcome = self._execute(record, hook, payload)
-            run = {"event": hook.event, "command": list(hook.command), "started_at": started_at,
-                   "duration_ms": round((clock.monotonic() - started) * 1000), **outcome}
-            run = self._redacted(run)
+        env = {"COMPOZY_HOOK_EVENT": hook.event, "COMPOZY_SESSION_ID": record.id}
+        cwd = record.cwd if os.path.isdir(record.cwd or "") else None
+        run = self.run(hook.event, hook.command, payload, hook.timeout, cwd, env)
         try:
             hookruns.record(self.services.store.events(record), run)
         except Exception:  # noqa: BLE001 (the session may be gone: removed while its hook ran)
@@ -99,6 +95,17 @@ class Hooks:
         if run["exit_code"] != 0:
             log.warning("session %s: hook %s exited %s%s", record.id, hook.event, run["exit_code"],
                         " (timed out)" if run["timed_out"] else "")
+
+    def run(self, event, command, payload, timeout, cwd, env):
+        """Run one command with the payload on stdin, bounded, in a slot: the run as it may be kept (redacted).
+        The attention inbox's notifiers (compozy.session.lifecycle.notify) run theirs here too."""
+        with self.slots:
+            clock = self.services.clock
+            started_at, started = clock.now_iso(), clock.monotonic()
+            outcome = self._execute(command, payload, timeout, cwd, env)
+            run = {"event": event, "command": list(command), "started_at": started_at,
+                   "duration_ms": round((clock.monotonic() - started) * 1000), **outcome}
+            return self._redacted(run)
 
     def _redacted(self, run):
         """The run as inspect may show it: the known secrets and credential-shaped text out of its output,
@@ -108,18 +115,17 @@ class Hooks:
         return {**run, "command": [redact(part, known) for part in run["command"]],
                 "output": redact(run["output"], known), "error": redact(run["error"], known)}
 
-    def _execute(self, record, hook, payload):
-        env = without_secrets(child_environment({"COMPOZY_HOOK_EVENT": hook.event, "COMPOZY_SESSION_ID": record.id}))
-        cwd = record.cwd if os.path.isdir(record.cwd or "") else None
+    def _execute(self, command, payload, timeout, cwd, env):
+        env = without_secrets(child_environment(env))
         try:
-            process = proc.start_group(hook.command, cwd, env, stderr=subprocess.STDOUT, bufsize=-1)
+            process = proc.start_group(command, cwd, env, stderr=subprocess.STDOUT, bufsize=-1)
         except OSError as exc:
             return {"exit_code": None, "timed_out": False, "output": "", "truncated": False,
                     "error": f"cannot start: {exc}"[:500]}
         with self.lock:
             self.running[process.pid] = process
         try:
-            return _supervise(self.services.threads, process, payload, hook.timeout)
+            return _supervise(self.services.threads, process, payload, timeout)
         finally:
             with self.lock:
                 self.running.pop(process.pid, None)

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from compozy import validate as v
 from compozy.clock import now_iso
 from compozy.errors import invalid
+from compozy.session.lifecycle.inbox import DISMISS
 from compozy.session.records.live import read_secrets
 from compozy.session.records.replay import assembled
 from compozy.session.records.storage import budget_attention, measure
@@ -27,6 +28,7 @@ log = logging.getLogger("compozy.retention")
 DAY = 86400
 ROTATED_LOGS = 5  # compozy.log.1 .. .5
 STORAGE_QUERY_LIMIT = 50
+STORAGE_CAUSE = "storage:budget"  # the inbox item of the disk budget: one at a time, daemon-wide
 
 
 def _age_days(stamp, now):
@@ -136,6 +138,11 @@ class Keeper:
                 log.warning("storage.budget %s", attention["summary"])
             self.services.catalog_feed.publish_counted({"type": "daemon_attention_changed", "kind": "storage_budget",
                                                         "attention": attention, "previous": previous})
+            if attention:
+                self.services.inbox.open(STORAGE_CAUSE, "storage_budget", None, attention["summary"], [DISMISS],
+                                         attention)
+        if attention is None:  # also at boot: the home may have shrunk while the daemon was down
+            self.services.inbox.resolve_cause(STORAGE_CAUSE, "the home is back under storage.max_bytes")
 
     def run(self, dry_run, scheduled=False):
         """The policy's plan, carried out unless dry_run; answers what it did (or would do)."""

@@ -48,6 +48,11 @@ class Supervisor:
 
     def sweep(self):
         now = self.services.clock.monotonic()
+        for sweep in self.services.sweeps:
+            try:
+                sweep(now)
+            except Exception:  # noqa: BLE001 (a concern's trouble must not stop the sessions' timers)
+                log.exception("sweep %r failed", sweep)
         for session in self.live_sessions():
             try:
                 self.tick(session, now)

@@ -62,6 +62,8 @@ class Services:
     work_signals: list[Callable[[LiveSession], list[dict]]] = field(default_factory=list)
     waits: list[Callable[[LiveSession], list[dict]]] = field(default_factory=list)
     accepting: bool = True
+    inbox: object = None  # the attention inbox (compozy.session.lifecycle.inbox), built with the observers
+    sweeps: list = field(default_factory=list)  # callables: monotonic now -> None, on every supervision sweep
 
 
 class LiveSession:
@@ -81,6 +83,7 @@ class LiveSession:
         self.stop_operation = None
         self.permissions: dict[str, Any] = {}  # request_id -> PendingPermission
         self.inflight: dict[str, Any] = {}  # idempotency_key -> Turn still binding
+        self.viewers = 0  # open streams of its events: a turn that ends with none may open an inbox item
         self.tool_calls_in_flight = 0  # native tool calls of this session's agent the daemon serves now
         self.activity = {"last_activity_at": (record.activity or {}).get("last_activity_at"),
                          "last_activity_kind": None}
@@ -107,7 +110,7 @@ class LiveSession:
     def save(self, **changes: Any) -> SessionRecord:
         """Change fields of the record and write it: meta.json, then the catalog row."""
         with self.lock:
-            attention = self.record.attention
+            attention, failure = self.record.attention, self.record.failure
             self.record.change(**changes)
             self.record.fences = {**(self.record.fences or {}), "max_sequence": self.log.max_active_sequence()}
             self.services.store.save(self.record)
@@ -115,6 +118,8 @@ class LiveSession:
         if self.record.attention != attention:
             attention_changed(self.services.catalog_feed, self.record, attention)
             self.services.observers.emit("attention_changed", self, attention, self.record.attention)
+        if self.record.failure != failure:
+            self.services.observers.emit("failure_changed", self, failure, self.record.failure)
         return self.record
 
     def change_state(self, new_state: str, **changes: Any) -> SessionRecord:

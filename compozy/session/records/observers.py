@@ -16,9 +16,11 @@ log = logging.getLogger("compozy.observers")
 #   appended(session, records)             events were committed to a LiveSession's events.db
 #   agent_exited(session, runtime)         an agent process of the session ended (for any reason)
 #   attention_changed(session, old, new)   the session's attention changed
+#   failure_changed(session, old, new)     the failure the session keeps was set, replaced or cleared
 #   started()                              the daemon finished its boot
 #   closing()                              the daemon is shutting down
-SIGNALS = ("created", "removed", "state_changed", "appended", "agent_exited", "attention_changed", "started", "closing")
+SIGNALS = ("created", "removed", "state_changed", "appended", "agent_exited", "attention_changed", "failure_changed",
+           "started", "closing")
 
 
 class Observers:

@@ -25,7 +25,7 @@ class SessionReads:
         """Follow the session's committed events from after_sequence (None = from now), a batch at a time."""
         session = self._session(session_id, workspace)
         after = session.log.last_sequence() if after_sequence is None else after_sequence
-        return reads.follow_batches(session.log, session.feed, after)
+        return watched(session, self.services, reads.follow_batches(session.log, session.feed, after))
 
     def catalog_stream(self, after_sequence=None):
         return reads.follow_catalog(self.services.catalog_feed, after_sequence)
@@ -45,3 +45,17 @@ class SessionReads:
                                "and recovery was exhausted", session_id=session_id, turn_id=turn_id,
                                error=answer.get("error"))
         return answer
+
+
+def watched(session, services, batches):
+    """The batches of a viewer of the session, counted while it follows; a viewer arriving has seen the turns
+    that ended unwatched (their inbox items resolve)."""
+    with session.lock:
+        session.viewers += 1
+    try:
+        if services.inbox is not None:
+            services.inbox.seen(session.record)
+        yield from batches
+    finally:
+        with session.lock:
+            session.viewers -= 1

@@ -25,8 +25,8 @@ class Admission:
     """Decides what a new input does to a session: start a turn, wait in the queue, or steer or
     interrupt the current one."""
 
-    def __init__(self, services, queue, runner):
-        self.services, self.queue, self.runner = services, queue, runner
+    def __init__(self, services, queue, runner, budgets):
+        self.services, self.queue, self.runner, self.budgets = services, queue, runner, budgets
 
     @property
     def catalog(self):
@@ -49,8 +49,9 @@ class Admission:
             if replay is None:
                 self._check_message_id(session, message_id)
                 self._check_admissible(session, mode)
+                override = self.budgets.admit(session, body.get("override_budget"))
                 turn = Turn(new_id("turn"), message, message_id, key, snapshot, mode, clock=self.services.clock,
-                            expected_turn_id=expected)
+                            expected_turn_id=expected, budget_override=override)
                 result = self._admit(session, turn, mode, print_)
         if replay is not None:
             return replay

@@ -12,18 +12,32 @@ from typing import Any, Mapping
 from compozy.errors import CompozyError
 from compozy.session.records.live import LiveSession, Services
 from compozy.session.turns.admission import Admission
+from compozy.session.turns.budgets import Budgets
 from compozy.session.turns.queue import InputQueue
 from compozy.session.lifecycle.recovery import Recovery
 from compozy.session.turns.runner import Runner
 from compozy.session.turns.turn import Turn
-from compozy.states import MarkerKind, TurnPhase
+from compozy.states import MarkerKind, SessionState, TurnPhase
 
 
 class TurnEngine:
     def __init__(self, services: Services, binder: Any, requests: Any) -> None:
         self.queue = InputQueue(services)
-        self.runner = Runner(services, binder, requests, self.queue, Recovery(services, binder))
-        self.admission = Admission(services, self.queue, self.runner)
+        self.budgets = Budgets(services)
+        self.runner = Runner(services, binder, requests, self.queue, Recovery(services, binder), self.budgets)
+        self.admission = Admission(services, self.queue, self.runner, self.budgets)
+        self.queue.held = self.budgets.holds
+        self.queue.waiting = self.budgets.waiting_for
+        self.budgets.restart = self._restart
+        services.sweeps.append(self.budgets.sweep)
+
+    def _restart(self, session):
+        """Queued input held back (a spent budget) may run now: the next entry becomes the current turn."""
+        with session.lock:
+            if session.turn is None and session.stop_operation is None and session.state == SessionState.ACTIVE:
+                turn = self.queue.next_turn(session)
+                if turn is not None:
+                    self.runner.start(session, turn)
 
     def prompt(self, session: LiveSession, body: Mapping[str, Any]) -> dict:
         """Admit a prompt: started, queued, steered or interrupted, answered after the durable write."""

@@ -31,6 +31,7 @@ MARKER_OF = {Disposition.QUEUED: MarkerKind.PROMPT_QUEUED, Disposition.INTERRUPT
 class InputQueue:
     def __init__(self, services):
         self.services = services
+        self.held = lambda session, entry: False  # whether the next entry must wait (the engine sets budgets')
 
     @property
     def catalog(self):
@@ -39,7 +40,13 @@ class InputQueue:
     # -- operations on entries ---------------------------------------------------------------
 
     def list(self, session: LiveSession) -> dict:
-        return {"entries": [serialize.entry_resource(e) for e in self.catalog.entries(session.id)]}
+        waiting = self.waiting(session)
+        return {"entries": [{**serialize.entry_resource(e), **({"waiting": waiting} if waiting else {})}
+                            for e in self.catalog.entries(session.id)]}
+
+    def waiting(self, session):
+        """Why the queued input does not run (a spent budget's state), or None."""
+        return None
 
     def entry(self, session: LiveSession, entry_id: str) -> QueueEntry:
         validate_id(entry_id, "queue", field="entry", not_found="queue_entry_not_found")
@@ -132,7 +139,8 @@ class InputQueue:
                                               status=QueueStatus.QUEUED.value, mode=mode, message=turn.message,
                                               message_id=turn.message_id, idempotency_key=turn.idempotency_key,
                                               runtime=self._resolved(session, turn), turn_id=turn.id,
-                                              admission_id=admission_id))
+                                              admission_id=admission_id,
+                                              budget_override=turn.budget_override))
         summary = f"{note or disposition.value}: {turn.message[:200]}"
         session.marker(MARKER_OF[disposition], summary, into or interrupted,
                        entry_id=entry_id, message_id=turn.message_id,
@@ -154,9 +162,12 @@ class InputQueue:
     def next_turn(self, session: LiveSession) -> Turn | None:
         """With session.lock held: the next queued entry as a turn, or None."""
         for entry in self.catalog.entries(session.id):
+            if self.held(session, entry):
+                return None  # it waits, queued, with the reason (a spent budget)
             move_entry(self.catalog, entry.id, QueueStatus.QUEUED, QueueStatus.DISPATCHING)
             return Turn(entry.turn_id, entry.message, entry.message_id, entry.idempotency_key, entry.runtime,
-                        entry.mode, clock=self.services.clock, entry_id=entry.id, admission_id=entry.admission_id)
+                        entry.mode, clock=self.services.clock, entry_id=entry.id, admission_id=entry.admission_id,
+                        budget_override=entry.budget_override)
         return None
 
     def started(self, session: LiveSession, turn: Turn) -> None:

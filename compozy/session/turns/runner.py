@@ -7,16 +7,19 @@ When the agent dies mid-turn, recovery rebinds and the runner re-sends the promp
 gives up, the runner ends the turn and the session stops.
 """
 
+import json
 import logging
 
 from compozy.acp.client import AcpError, AgentClient, AgentExited, BindFailure
 from compozy.acp.evidence import agent_error, reason_of
+from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.redact import redact
 from compozy.session.lifecycle.crash import refusal_failure
 from compozy.session.lifecycle import safety
 from compozy.session.lifecycle.recovery import Resume
 from compozy.session.records.replay import replay_prompt
+from compozy.session.turns.ledger import ledger_row
 from compozy.session.turns.usage import cost_before, turn_usage
 from compozy.states import FailureKind, MarkerKind, RuntimeStatus, SessionState, TurnPhase
 
@@ -34,9 +37,9 @@ PARKED_WORKER_SECONDS = 30.0
 class Runner:
     """Runs the current turn, then queued input, until there is nothing left to run."""
 
-    def __init__(self, services, binder, requests, queue, recovery):
+    def __init__(self, services, binder, requests, queue, recovery, budgets):
         self.services, self.binder, self.requests = services, binder, requests
-        self.queue, self.recovery = queue, recovery
+        self.queue, self.recovery, self.budgets = queue, recovery, budgets
 
     def start(self, session, turn):
         """Call with session.lock held: turn becomes current and a worker thread runs it."""
@@ -125,9 +128,10 @@ class Runner:
                 self._advance(session, turn)
             return
         runtime = session.runtime
+        overridden = {"budget_override": json.loads(turn.budget_override)} if turn.budget_override else {}
         session.append_event("user_message", {"text": turn.message, "message_id": turn.message_id,
-                                              "prompt_runtime": turn.snapshot, "effective_runtime": runtime.effective},
-                             turn.id)
+                                              "prompt_runtime": turn.snapshot, "effective_runtime": runtime.effective,
+                                              **overridden}, turn.id)
         turn.opened_in_log()
         self._started(session, turn)
         turn.mark_bound()
@@ -256,6 +260,13 @@ class Runner:
                 log.warning("session %s: steering into turn %s failed: %r", session.id, turn.id, exc)
                 self.queue.steer_failed(session, turn, steer, str(exc))
 
+    def _account(self, session, turn, kind, usage):
+        """The turn's row in the usage ledger; then the budgets it counts against are checked."""
+        duration_ms = round((self.services.clock.monotonic() - turn.started_at) * 1000)
+        row = ledger_row(session.record, turn, kind, usage, iso_from_epoch(self.services.clock.wall()), duration_ms)
+        self.services.catalog.ledger.record(row)
+        self.budgets.turn_ended(session.record)
+
     def _finish(self, session, turn, kind, content, answered_usage=None):
         """The turn's one terminal event; pending requests of the turn are answered cancelled. The usage the
         agent reported for the turn is kept with it.
@@ -271,6 +282,8 @@ class Runner:
         usage = turn_usage(answered_usage, turn.last_usage, turn.cost_before)
         if usage is not None:
             session.log.record_usage(turn.id, usage)
+        if turn.opened or usage is not None:
+            self._account(session, turn, kind, usage)
         if turn.checkpointed:
             self.services.checkpoints.turn_ended(session, turn)  # before the terminal event: whoever sees it can diff
         with session.lock:

@@ -16,12 +16,13 @@ class Turn:
     """One prompt turn, from admission to its terminal event."""
 
     def __init__(self, turn_id, message, message_id, idempotency_key, snapshot, mode=None, *, clock,
-                 entry_id=None, admission_id=None, expected_turn_id=None):
+                 entry_id=None, admission_id=None, expected_turn_id=None, budget_override=None):
         self.clock = clock
         self.id, self.message, self.message_id = turn_id, message, message_id
         self.idempotency_key, self.snapshot, self.mode = idempotency_key, snapshot or {}, mode
         self.entry_id, self.admission_id, self.expected_turn_id = entry_id, admission_id, expected_turn_id
         self.result = None  # a started prompt's admission answer, recorded once the turn started
+        self.budget_override = budget_override  # the spent budget a person went past (JSON text), if any
         self.phase = TurnPhase.BINDING
         self._phase_lock = threading.Lock()  # a cancel reads and moves the phase while the runner ends the turn
         self.bound = threading.Event()

@@ -59,3 +59,4 @@ def totals(documents):
             costs[share["currency"]] = round(costs.get(share["currency"], 0) + share["amount"], 9)
     return {"turns": len(documents), "tokens": tokens,
             "cost": [{"amount": amount, "currency": currency} for currency, amount in sorted(costs.items())]}
+
