@@ -136,7 +136,7 @@ DERIVE_ANSWERS = (
 # A derivation's message goes through the ordinary prompt admission of the new session.
 FIRST_PROMPT = (*ADMISSION, *BINDING, "route_not_found", "queue_full", "session_stop_in_progress")
 
-OPERATIONS = (
+OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/api/health", "daemon.health", "health", "Liveness and version",
               (Success(200, "DaemonHealth"),)),
     Operation("GET", "/api/status", "daemon.status", "daemon_status",

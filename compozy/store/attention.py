@@ -7,7 +7,6 @@ saw, across daemon restarts: an item's row answers its newest state.
 """
 
 import json
-import threading
 
 from compozy.clock import now_iso
 from compozy.ids import new_id
@@ -42,7 +41,6 @@ class AttentionItems:
 
     def __init__(self, guard):
         self.guard = guard
-        self._counter = threading.Lock()
         with guard.write() as db:
             for statement in DDL:
                 db.execute_sql(statement)

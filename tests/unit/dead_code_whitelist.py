@@ -26,6 +26,7 @@ _.state_changed
 _.appended
 _.removed
 _.agent_exited
+_.failure_changed
 _.closing
 
 # written and read through dataclasses.fields (session/records/record.py)

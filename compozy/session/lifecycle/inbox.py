@@ -24,7 +24,7 @@ ATTENTION_WORDS = {"supervision_stale": "its supervision is stale (a source it r
                    "runtime_stuck": "its runtime is stuck in a transitional state",
                    "stop_unverified": "its stop could not be verified: processes may still run"}
 WATCH_TURNS = "inbox_turn_finished"  # meta.json: a turn ending with nobody watching opens an item (opt-in)
-DISMISS = {"id": "dismiss", "label": "Dismiss", "operation": None, "with": {}}
+DISMISS: dict = {"id": "dismiss", "label": "Dismiss", "operation": None, "with": {}}
 
 
 def session_name(record):

@@ -10,7 +10,6 @@ run is kept in the catalog (`notify_runs`) and `compozy status` shows the newest
 
 import logging
 import threading
-import time
 from collections import deque
 
 from compozy.clock import now_iso
@@ -31,7 +30,7 @@ class Notifiers:
         for notifier in self.services.config.notifiers:
             if self._matches(notifier, item):
                 if self._admit(notifier):
-                    threading.Thread(target=self._run, args=(notifier, item), name="notify", daemon=True).start()
+                    self.services.threads.start("notify", self._run, notifier, item)
                 else:
                     self._keep({"item_id": item["id"], "kind": item["kind"], "command": list(notifier.command),
                                 "started_at": now_iso(), "skipped": "rate_limited", "exit_code": None})
@@ -45,7 +44,7 @@ class Notifiers:
         return bool(workspace) and bool({workspace["id"], workspace["name"]} & set(notifier.workspaces))
 
     def _admit(self, notifier):
-        now = time.monotonic()
+        now = self.services.clock.monotonic()
         with self.lock:
             starts = self.started.setdefault(notifier, deque())
             while starts and now - starts[0] >= WINDOW_SECONDS:

@@ -251,6 +251,9 @@ class LiveSession:
         if turn is not None:
             self.idle_since = None
 
+    def viewed(self, delta: int) -> None:  # a stream of its events opened (+1) or closed (-1)
+        self.viewers += delta
+
     def went_idle(self, now: float) -> None:
         self.idle_since = now
 

@@ -51,11 +51,11 @@ def watched(session, services, batches):
     """The batches of a viewer of the session, counted while it follows; a viewer arriving has seen the turns
     that ended unwatched (their inbox items resolve)."""
     with session.lock:
-        session.viewers += 1
+        session.viewed(+1)
     try:
         if services.inbox is not None:
             services.inbox.seen(session.record)
         yield from batches
     finally:
         with session.lock:
-            session.viewers -= 1
+            session.viewed(-1)

@@ -27,7 +27,7 @@ class TurnEngine:
         self.runner = Runner(services, binder, requests, self.queue, Recovery(services, binder), self.budgets)
         self.admission = Admission(services, self.queue, self.runner, self.budgets)
         self.queue.held = self.budgets.holds
-        self.queue.waiting = self.budgets.waiting_for
+        self.queue.waiting = self.budgets.waiting_for  # type: ignore[method-assign]
         self.budgets.restart = self._restart
         services.sweeps.append(self.budgets.sweep)
 
