@@ -64,6 +64,19 @@ class Tool:
 
 
 @dataclass(frozen=True)
+class Spelling:
+    """Another name a body may give one of its fields, with what it may hold under that name (the
+    issue's `"workspace": "copy"` for a fork's `"files": "copy"`). It stays out of the request object,
+    whose `workspace` is the path parameter."""
+
+    means: str                      # the body field it stands for
+    spec: v.Field                   # what the other name may hold
+
+
+COPY_SPELLING = {"workspace": Spelling("files", v.text(choices=("copy",)))}
+
+
+@dataclass(frozen=True)
 class Operation:
     method: str
     rule: str
@@ -79,6 +92,7 @@ class Operation:
     cli: Cli | None = None
     tool: Tool | None = None        # the native MCP tool (interface.md, "Native tools for agents")
     rules: tuple = ()               # validate.Rule: rules across the body's fields
+    spellings: dict = field(default_factory=dict)  # a body field's other name: {name: Spelling}
 
     @property
     def path_params(self):
@@ -312,9 +326,10 @@ OPERATIONS: tuple[Operation, ...] = (
               body=v.CLEAR_FIELDS, cli=_session_cli("session clear", flags=_flags("idempotency_key", *v.FENCE_NAMES))),
     Operation("POST", S + "/continue", "session.continue", "continue_session",
               "Continue with another agent in a new session that carries this conversation; the source is untouched; "
-              "files: copy gives it a new folder next to the source's holding the files of the last checkpoint",
+              "files: copy (or workspace: copy) gives it a new folder next to the source's holding the files of the last "
+              "checkpoint",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT, "checkpoint_not_found",
-                               "checkpoint_failed"), body=v.CONTINUE_FIELDS,
+                               "checkpoint_failed"), body=v.CONTINUE_FIELDS, spellings=COPY_SPELLING,
               rules=(v.not_both("route", "runtime"), v.FENCES_TOGETHER),
               cli=_session_cli("session continue", flags=(
                   ("agent_name", "--agent"), *_flags("message", "route", "name", "idempotency_key", "workspace",
@@ -324,11 +339,12 @@ OPERATIONS: tuple[Operation, ...] = (
                         ("agent_name", "message", "idempotency_key"))),
     Operation("POST", S + "/fork", "session.fork", "fork_session",
               "Fork into a new session of the same agent and runtime, whole or through a user message and its turn; "
-              "files: copy gives it a new folder next to the source's holding the files of that turn's end "
+              "files: copy (or workspace: copy) gives it a new folder next to the source's holding the files of that "
+              "turn's end "
               "checkpoint (whole: the last checkpoint)",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "message_not_found",
                                "session_turn_in_progress", "checkpoint_not_found", "checkpoint_failed"),
-              body=v.FORK_FIELDS, rules=(v.FENCES_TOGETHER,),
+              body=v.FORK_FIELDS, spellings=COPY_SPELLING, rules=(v.FENCES_TOGETHER,),
               cli=_session_cli("session fork", flags=_flags("message_id", "name", "idempotency_key", "workspace",
                                                             "files", *v.FENCE_NAMES)),
               tool=Tool("compozy__session_fork", "Fork a session of your workspace into a new session of the same "

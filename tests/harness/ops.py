@@ -23,6 +23,12 @@ def fields_of(args):
     return {ALIASES.get(name, name): value for name, value in args.items()}
 
 
+def in_body(fields):
+    """The body with its `body.NAME` arguments as NAME: a body field named like a path parameter (a fork's
+    `"workspace": "copy"`, api.Spelling)."""
+    return {name.removeprefix("body."): value for name, value in fields.items()}
+
+
 def argv(op_name, fields):
     """The CLI command line for an operation (without -o json, which the CLI surface adds)."""
     operation, fields = OPS[op_name], dict(fields)
