@@ -98,7 +98,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         repair.settle_control_rows(self.store)
         rewind.finish_interrupted(self.store)
         derivation.settle_interrupted(self.store)
-        repair.repair_at_boot(self.store)
+        repair.repair_at_boot(self.store, self.services.checkpoints)  # a turn the daemon died in: its end checkpoint
         self.supervisor.start()
         self.services.observers.emit("started")
         return self
@@ -306,7 +306,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         session = self._session(session_id, workspace)
         with session.lock:
             result = repair.repair(self.store, session.record, body.get("dry_run", False), body.get("force", False),
-                                   publish=session.feed.publish)
+                                   publish=session.feed.publish, checkpoints=self.services.checkpoints)
         return {"repair": result}
 
     # -- derived work ----------------------------------------------------------------------------
