@@ -93,6 +93,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
     def start(self) -> "SessionManager":
         """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
+        self.workspaces.recover()  # compozy.db lost: its sessions came back from their folders, so do their workspaces
         repair.kill_orphans(self.home, self.services.processes)
         repair.classify_stale(self.store, self.services.processes)
         repair.settle_control_rows(self.store)

@@ -44,6 +44,26 @@ RAW = (f"SELECT session_id, workspace_id, agent, COALESCE(provider, '') AS provi
 DAILY = (f"SELECT '' AS session_id, workspace_id, agent, provider, model, day, turns, archived, duration_ms, "
          f"{', '.join(TOKENS)}, currency, cost FROM usage_daily")
 DAY = "%Y-%m-%d"
+TOKEN_COLUMNS = {"inputTokens": "input_tokens", "outputTokens": "output_tokens", "thoughtTokens": "thought_tokens",
+                 "cachedReadTokens": "cached_read_tokens", "cachedWriteTokens": "cached_write_tokens",
+                 "totalTokens": "total_tokens"}
+
+
+def usage_columns(usage):
+    """A turn's usage document (compozy.session.turns.usage) as ledger columns: its tokens by kind (the total,
+    when the agent gave none, is input + output + thought), its own cost, the context at its end."""
+    usage = usage or {}
+    tokens = usage.get("tokens") or {}
+    row = {column: int(tokens.get(name, 0)) for name, column in TOKEN_COLUMNS.items()}
+    if not tokens.get("totalTokens"):
+        row["total_tokens"] = row["input_tokens"] + row["output_tokens"] + row["thought_tokens"]
+    share = usage.get("turn_cost")
+    if share:
+        row["cost_amount"], row["cost_currency"] = share["amount"], share["currency"]
+    context = usage.get("context")
+    if context:
+        row["context_used"], row["context_size"] = context["used"], context["size"]
+    return row
 
 
 def _day_after(day):
