@@ -431,9 +431,10 @@ ATTENTION_OPERATIONS = (
 USAGE_OPERATIONS = (
     Operation("GET", "/api/usage", "usage.summary", "usage_summary",
               "The usage ledger summed: tokens by kind, cost per currency, turns (archived ones counted and marked) "
-              "and time, grouped by session, workspace, agent, provider, model or day over [since, until)",
+              "and time, grouped by session, workspace, agent, provider, model or day over [since, until); limit "
+              "answers the groups with the most tokens only, biggest first (groups_count: how many matched)",
               (Success(200, "UsageSummaryAnswer"),), ("invalid_request", "workspace_not_found"), query=v.USAGE_QUERY,
-              cli=Cli("usage", flags=(("group_by", "--by"), *_flags("since", "until", "workspace", "agent")))),
+              cli=Cli("usage", flags=(("group_by", "--by"), *_flags("since", "until", "workspace", "agent", "limit")))),
     Operation("GET", S + "/usage", "session.usage", "session_usage",
               "A session's turns in the usage ledger and their sums; lineage=true adds the sessions it was "
               "continued or forked from", (Success(200, "SessionUsageAnswer"),), SESSION,

@@ -9,6 +9,7 @@ from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.session.turns.ledger import grouped, moment, total_of
 from compozy.store.catalog import Catalog
+from compozy.store.ledger import COLUMNS
 
 NOW = 1_796_000_000.0  # a fixed wall time (late 2026)
 DAY = 86400
@@ -37,7 +38,7 @@ WINDOWS = [(None, None), (2, None), (None, 3), (7.5, 1.25), (4, 4), (5.2, 5.1), 
 
 
 @pytest.mark.parametrize("since,until", WINDOWS)
-@pytest.mark.parametrize("group", ["agent", "day", "workspace", "model", None])
+@pytest.mark.parametrize("group", ["agent", "day", "workspace", "model", "session", None])
 def test_the_rollup_and_the_rows_agree_on_every_window(catalog, since, until, group):
     since = iso_from_epoch(NOW - since * DAY) if since is not None else None
     until = iso_from_epoch(NOW - until * DAY) if until is not None else None
@@ -45,6 +46,36 @@ def test_the_rollup_and_the_rows_agree_on_every_window(catalog, since, until, gr
     exact = catalog.ledger.sums(group, since, until, by_session=True)  # the rows alone
     assert grouped(fast) == grouped(exact)
     assert total_of(fast) == total_of(exact)
+
+
+@pytest.mark.parametrize("since,until", WINDOWS)
+@pytest.mark.parametrize("group", ["agent", "day", "workspace", "model", "session"])
+def test_the_biggest_groups_are_the_top_of_every_group(catalog, since, until, group):
+    since = iso_from_epoch(NOW - since * DAY) if since is not None else None
+    until = iso_from_epoch(NOW - until * DAY) if until is not None else None
+    every = grouped(catalog.ledger.sums(group, since, until, by_session=True))
+    ranked = [g["key"] for g in sorted(every, key=lambda g: (-g["tokens"]["total"], g["key"]))]
+    assert catalog.ledger.biggest(group, 3, since, until) == (ranked[:3], len(every))
+
+
+@pytest.mark.parametrize("since,until", WINDOWS)
+def test_a_catalog_from_before_the_session_rollup_fills_it_from_its_rows(catalog, tmp_path, since, until):
+    since = iso_from_epoch(NOW - since * DAY) if since is not None else None
+    until = iso_from_epoch(NOW - until * DAY) if until is not None else None
+    older = Catalog(tmp_path / "compozy.db")
+    with catalog.ledger.guard.read() as db:
+        rows = [dict(zip(COLUMNS, values)) for values in db.execute_sql(f"SELECT {', '.join(COLUMNS)} FROM usage_ledger")]
+    for row in rows:
+        older.ledger.record(row)
+    with older.ledger.guard.write() as db:
+        db.execute_sql("DROP TABLE usage_sessions")
+    older.close()
+    reopened = Catalog(tmp_path / "compozy.db")
+    try:
+        assert grouped(reopened.ledger.sums("session", since, until)) == \
+            grouped(catalog.ledger.sums("session", since, until, by_session=True))
+    finally:
+        reopened.close()
 
 
 def test_archived_turns_still_count_and_are_marked(catalog):
