@@ -273,11 +273,12 @@ OPERATIONS: tuple[Operation, ...] = (
               cli=_session_cli("session runtime clear", flags=_flags("expected_revision"))),
     Operation("POST", S + "/approve", "session.approve", "approve",
               "Answer a pending permission request with one of the options the agent offered (by option_id, or "
-              "by decision: the first offered option of that kind)", (Success(200, "PermissionAnswer"),),
+              "by decision: the first offered option of that kind); an agent's question (form elicitation) too: its "
+              "choices are options, and content carries the form's fields for its accept option", (Success(200, "PermissionAnswer"),),
               (*SESSION, "permission_request_not_found", "permission_option_not_offered",
                "permission_option_unavailable"), body=v.APPROVE_FIELDS, rules=(v.APPROVE_CHOICE,),
               cli=_session_cli("session approve", "request_id", flags=(("option_id", "--option"),
-                                                                        *_flags("decision")))),
+                                                                        *_flags("decision", "content")))),
     Operation("POST", S + "/stop", "session.stop", "stop_session", "Stop the session through the verified ladder",
               STOP_ANSWERS, (*SESSION, "session_daemon_managed"), body=v.STOP_FIELDS,
               cli=_session_cli("session stop", flags=_flags("wait")),

@@ -276,7 +276,8 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         """Answer a pending permission request."""
         session = self._session(session_id, workspace)
         validate_id(body["request_id"], "perm", field="request_id", not_found="permission_request_not_found")
-        option = self.requests.approve(session, body["request_id"], body.get("option_id"), body.get("decision"))
+        option = self.requests.approve(session, body["request_id"], body.get("option_id"), body.get("decision"),
+                                       body.get("content"))
         return {"permission": {"request_id": body["request_id"], **outcome(option), "status": "approved"}}
 
     # -- lifecycle ----------------------------------------------------------------------------

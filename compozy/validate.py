@@ -284,7 +284,7 @@ STEER_FIELDS = {"expected_turn_id": identifier("turn", required=True), "message"
 SELECTION_FIELDS = {"runtime": mapping(required=True, fields=RUNTIME_FIELDS),
                     "expected_revision": integer(required=True)}
 APPROVE_FIELDS = {"request_id": text(required=True), "option_id": text(max_length=1000),
-                  "decision": text(choices=tuple(PermissionDecision)), "turn_id": text()}
+                  "decision": text(choices=tuple(PermissionDecision)), "turn_id": text(), "content": mapping()}
 APPROVE_CHOICE = one_of("option_id", "decision")
 STOP_FIELDS = {"wait": boolean()}
 FENCE_NAMES = ("expected_epoch", "expected_generation", "expected_max_sequence")

@@ -7,6 +7,8 @@ this module keeps the rest: the streaming variant of a prompt and the CLI spelli
 cannot hold (a runtime snapshot as flags, --detach, -o json).
 """
 
+import json
+
 from compozy.api import OPS as TABLE
 
 from tests.harness.scenario import ScenarioError
@@ -39,6 +41,7 @@ def argv(op_name, fields):
     command += [str(fields.pop(name)) for name in operation.cli.arguments if name in fields]
     for name, flag in flags.items():
         value = fields.pop(name, None)
+        value = json.dumps(value) if isinstance(value, dict) else value  # a JSON object flag (--content)
         command += [] if value is None or value is False else [flag] if value is True else [flag, str(value)]
     command += runtime_flags(fields.pop("runtime", None))
     if fields:
