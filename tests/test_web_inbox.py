@@ -96,3 +96,31 @@ def test_a_sessions_totals_and_the_thirty_day_chart_by_agent(web):
     expect(row).to_contain_text("1,200")
     expect(page.locator("#usage-total")).to_contain_text("Last 30 days: 1,200 tokens in 1 turn")
     assert web.fits() == []
+
+
+@needs_browser
+def test_an_agents_question_is_answered_from_the_inbox_and_from_the_session(web):
+    from playwright.sync_api import expect
+    page = web.page
+    session = web.session("asker")
+    web.open()
+    web.prompt(session, "[ask redis|memcached Which backend?] go")
+    count = page.locator("#inbox-count")
+    expect(count).to_have_text("1")
+    page.get_by_role("link", name="Inbox").click()
+    item = page.get_by_role("list", name="Items that need you").get_by_role("listitem")
+    expect(item).to_contain_text("the agent asks: Which backend?")
+    item.get_by_role("button", name="memcached").click()
+    expect(count).to_be_hidden()
+    web.open(f"/sessions/{session['id']}")
+    expect(web.agent_text()).to_have_text(["answered: memcached echo: go"])
+    # A free form: a field per form field, and Answer sends them; the answer shows where the buttons were.
+    web.send("[ask - What name?] again")
+    asks = page.get_by_role("group", name="Answer options")
+    expect(asks).to_be_visible()
+    expect(page.locator(".permission").last).to_contain_text("The agent asks: What name?")
+    asks.get_by_role("textbox", name="Answer").fill("Ada")
+    asks.get_by_role("button", name="Answer").click()
+    expect(web.agent_text()).to_have_text(["answered: memcached echo: go", "answered: Ada echo: again"])
+    expect(page.locator(".permission .decision").last).to_have_text("Ada (user)")
+    assert web.fits() == []
