@@ -33,15 +33,19 @@ TARGET_MS = 20.0
 RESULTS = {}
 
 
-def fill(home):
+def fill(home, lived=None):
+    """lived: each session's turns end within that many seconds of its start (sessions spread over 60 days);
+    None: every turn anywhere in the 60 days."""
     catalog = Catalog(Home(home).ensure().catalog_file)
     now, rng = time.time(), random.Random(25)
     try:
         with catalog.transaction():
             for index in range(SESSIONS):
                 session_id = new_id("sess")
+                start = now - rng.uniform(0, 60 * 86400)
                 for _ in range(TURNS):
-                    ended = iso_from_epoch(now - rng.uniform(0, 60 * 86400))
+                    ended = iso_from_epoch(min(now, start + rng.uniform(0, lived)) if lived else
+                                           now - rng.uniform(0, 60 * 86400))
                     row = {"turn_id": new_id("turn"), "session_id": session_id, "workspace_id": f"ws_{index % 5}",
                            "agent": f"agent{index % 4}", "provider": "p", "model": f"m{index % 3}",
                            "input_tokens": 1000, "output_tokens": 200, "total_tokens": 1200, "started_at": ended,
@@ -63,6 +67,16 @@ def fill(home):
 def served(tmp_path_factory):
     home = tmp_path_factory.mktemp("ledger") / "home"
     fill(home)
+    daemon = start_daemon(home)
+    yield daemon.http_url
+    daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def served_lived(tmp_path_factory):
+    """The same catalog with sessions that live for up to 4 hours, as real ones do."""
+    home = tmp_path_factory.mktemp("ledger-lived") / "home"
+    fill(home, lived=4 * 3600)
     daemon = start_daemon(home)
     yield daemon.http_url
     daemon.stop()
@@ -133,6 +147,11 @@ def test_usage_30_days_by_session_biggest_50(benchmark, served):
 def test_usage_all_time_by_session_biggest_50(benchmark, served):
     _measure(benchmark, served, "usage all time by session, biggest 50", "/api/usage?group_by=session&limit=50",
              TARGET_MS)
+
+
+def test_usage_30_days_by_session_biggest_50_of_sessions_living_hours(benchmark, served_lived):
+    _measure(benchmark, served_lived, "usage 30d by session, biggest 50 (sessions of <= 4 h)",
+             "/api/usage?group_by=session&since=30d&limit=50", TARGET_MS)
 
 
 def test_usage_all_time_by_session(benchmark, served):

@@ -171,19 +171,21 @@ class Ledger:
         return [row[0] for row in rows], rows[0][1] if rows else 0
 
     def _by_session(self, since, until, where, params):
-        """The rows to sum by session, as SQL: a session whose turns all ended inside [since, until) from its
-        rollup row (usage_sessions: one per session, workspace, agent and currency, with its first and last
-        end), and only the sessions that straddle a bound from their ledger rows in the window."""
-        edges = [("first_ended < ?", since), ("last_ended >= ?", until)]
-        straddling = " OR ".join(sql for sql, value in edges if value is not None)
-        if not straddling:  # no window: every session whole
+        """The rows to sum by session, as SQL: a session's rollup rows (usage_sessions: one per session, workspace,
+        agent and currency, with the first and last end of its turns) that lie inside [since, until), and only the
+        sessions that straddle a bound (few: those working at the window's edges) from their ledger rows in it."""
+        edges = [value for value in (since, until) if value is not None]
+        if not edges:  # no window: every session whole
             return f"{PER_SESSION} WHERE ({where})", params
-        bounds = [value for _, value in edges if value is not None]
-        crossing = f"SELECT session_id FROM usage_sessions WHERE {straddling}"
+        straddling = ("SELECT session_id FROM usage_sessions WHERE "
+                      + " OR ".join("(first_ended < ? AND last_ended >= ?)" for _ in edges))
+        bounds = [value for edge in edges for value in (edge, edge)]
+        inside = " AND ".join(sql for sql, value in (("first_ended >= ?", since), ("last_ended < ?", until))
+                              if value is not None)
         window = " AND ".join(f"ended_at {op} ?" for op, value in ((">=", since), ("<", until)) if value is not None)
-        return (f"{PER_SESSION} WHERE ({where}) AND session_id NOT IN ({crossing}) UNION ALL "
-                f"{RAW} WHERE ({where}) AND {window} AND session_id IN ({crossing})",
-                [*params, *bounds, *params, *(v for v in (since, until) if v is not None), *bounds])
+        return (f"{PER_SESSION} WHERE ({where}) AND {inside} AND session_id NOT IN ({straddling}) UNION ALL "
+                f"{RAW} WHERE ({where}) AND {window} AND session_id IN ({straddling})",
+                [*params, *edges, *bounds, *params, *edges, *bounds])
 
     def _source(self, rows_only, since, until, where, params):
         """The rows to sum, as SQL: the ledger's rows in the window, or the rollup's whole days plus the rows of

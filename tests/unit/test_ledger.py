@@ -29,6 +29,15 @@ def catalog(tmp_path_factory):
             row.update(cost_amount=0.125, cost_currency="USD" if index % 2 else "EUR")
         made.ledger.record(row)
         made.ledger.record(row)  # a turn recorded twice counts once
+    for index in range(60):  # sessions that live for an hour, some of them with two currencies
+        ended = iso_from_epoch(NOW - (index % 20) * DAY / 2 + rng.uniform(0, 3600))
+        row = {"turn_id": f"short_{index}", "session_id": f"short_{index % 20}", "workspace_id": "ws_0",
+               "agent": "agent0", "provider": "p", "model": "m", "input_tokens": rng.randint(0, 900),
+               "output_tokens": 5, "total_tokens": 0, "started_at": ended, "ended_at": ended, "day": ended[:10],
+               "end": "done", "duration_ms": 10}
+        if index % 7 == 0:
+            row.update(cost_amount=0.5, cost_currency="USD")
+        made.ledger.record(row)
     made.ledger.mark_archived("sess_1", [f"turn_{i}" for i in range(1, 400, 37)])
     yield made
     made.close()
@@ -80,7 +89,7 @@ def test_a_catalog_from_before_the_session_rollup_fills_it_from_its_rows(catalog
 
 def test_archived_turns_still_count_and_are_marked(catalog):
     total = total_of(catalog.ledger.sums(None))
-    assert total["turns"] == 400 and total["archived_turns"] == 11
+    assert total["turns"] == 460 and total["archived_turns"] == 11
 
 
 def test_window_bounds():
