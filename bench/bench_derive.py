@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import create_session, ms, percentile, stream_prompt, table, verdict
-from compozy.cli.client import path_of
+from tests.harness.api import path_of
 
 TURNS = 20
 CHUNKS = 497  # each turn: user_message, the chunks, the echo, done = 500 events

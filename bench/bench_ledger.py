@@ -3,6 +3,8 @@
 Issue 25 budgets (measured, never asserted): GET /api/attention and a 30-day usage summary
 (GET /api/usage?group_by=agent&since=30d) each at most 20 ms with 10,000 sessions in the catalog,
 next to GET /api/health on a new connection each in the same run (the HTTP floor), reported as ratios.
+By session: every group (thousands), and the biggest 50 (`limit`, the page of the biggest spenders),
+held to the same 20 ms.
 
 The catalog is filled before the daemon starts, through the store's own classes: 10,000 sessions with
 three turns each in the ledger (30,000 rows over 60 days, 4 agents, 5 workspaces, half of them with a
@@ -31,15 +33,19 @@ TARGET_MS = 20.0
 RESULTS = {}
 
 
-def fill(home):
+def fill(home, lived=None):
+    """lived: each session's turns end within that many seconds of its start (sessions spread over 60 days);
+    None: every turn anywhere in the 60 days."""
     catalog = Catalog(Home(home).ensure().catalog_file)
     now, rng = time.time(), random.Random(25)
     try:
         with catalog.transaction():
             for index in range(SESSIONS):
                 session_id = new_id("sess")
+                start = now - rng.uniform(0, 60 * 86400)
                 for _ in range(TURNS):
-                    ended = iso_from_epoch(now - rng.uniform(0, 60 * 86400))
+                    ended = iso_from_epoch(min(now, start + rng.uniform(0, lived)) if lived else
+                                           now - rng.uniform(0, 60 * 86400))
                     row = {"turn_id": new_id("turn"), "session_id": session_id, "workspace_id": f"ws_{index % 5}",
                            "agent": f"agent{index % 4}", "provider": "p", "model": f"m{index % 3}",
                            "input_tokens": 1000, "output_tokens": 200, "total_tokens": 1200, "started_at": ended,
@@ -61,6 +67,16 @@ def fill(home):
 def served(tmp_path_factory):
     home = tmp_path_factory.mktemp("ledger") / "home"
     fill(home)
+    daemon = start_daemon(home)
+    yield daemon.http_url
+    daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def served_lived(tmp_path_factory):
+    """The same catalog with sessions that live for up to 4 hours, as real ones do."""
+    home = tmp_path_factory.mktemp("ledger-lived") / "home"
+    fill(home, lived=4 * 3600)
     daemon = start_daemon(home)
     yield daemon.http_url
     daemon.stop()
@@ -120,4 +136,23 @@ def test_usage_30_days_by_day(benchmark, served):
 
 
 def test_usage_30_days_by_session(benchmark, served):
-    _measure(benchmark, served, "usage 30d by session (~7,800 groups)", "/api/usage?group_by=session&since=30d")
+    _measure(benchmark, served, "usage 30d by session (~8,700 groups)", "/api/usage?group_by=session&since=30d")
+
+
+def test_usage_30_days_by_session_biggest_50(benchmark, served):
+    _measure(benchmark, served, "usage 30d by session, biggest 50", "/api/usage?group_by=session&since=30d&limit=50",
+             TARGET_MS)
+
+
+def test_usage_all_time_by_session_biggest_50(benchmark, served):
+    _measure(benchmark, served, "usage all time by session, biggest 50", "/api/usage?group_by=session&limit=50",
+             TARGET_MS)
+
+
+def test_usage_30_days_by_session_biggest_50_of_sessions_living_hours(benchmark, served_lived):
+    _measure(benchmark, served_lived, "usage 30d by session, biggest 50 (sessions of <= 4 h)",
+             "/api/usage?group_by=session&since=30d&limit=50", TARGET_MS)
+
+
+def test_usage_all_time_by_session(benchmark, served):
+    _measure(benchmark, served, "usage all time by session (10,000 groups)", "/api/usage?group_by=session")

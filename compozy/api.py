@@ -64,6 +64,19 @@ class Tool:
 
 
 @dataclass(frozen=True)
+class Spelling:
+    """Another name a body may give one of its fields, with what it may hold under that name (the
+    issue's `"workspace": "copy"` for a fork's `"files": "copy"`). It stays out of the request object,
+    whose `workspace` is the path parameter."""
+
+    means: str                      # the body field it stands for
+    spec: v.Field                   # what the other name may hold
+
+
+COPY_SPELLING = {"workspace": Spelling("files", v.text(choices=("copy",)))}
+
+
+@dataclass(frozen=True)
 class Operation:
     method: str
     rule: str
@@ -79,6 +92,7 @@ class Operation:
     cli: Cli | None = None
     tool: Tool | None = None        # the native MCP tool (interface.md, "Native tools for agents")
     rules: tuple = ()               # validate.Rule: rules across the body's fields
+    spellings: dict = field(default_factory=dict)  # a body field's other name: {name: Spelling}
 
     @property
     def path_params(self):
@@ -259,11 +273,12 @@ OPERATIONS: tuple[Operation, ...] = (
               cli=_session_cli("session runtime clear", flags=_flags("expected_revision"))),
     Operation("POST", S + "/approve", "session.approve", "approve",
               "Answer a pending permission request with one of the options the agent offered (by option_id, or "
-              "by decision: the first offered option of that kind)", (Success(200, "PermissionAnswer"),),
+              "by decision: the first offered option of that kind); an agent's question (form elicitation) too: its "
+              "choices are options, and content carries the form's fields for its accept option", (Success(200, "PermissionAnswer"),),
               (*SESSION, "permission_request_not_found", "permission_option_not_offered",
                "permission_option_unavailable"), body=v.APPROVE_FIELDS, rules=(v.APPROVE_CHOICE,),
               cli=_session_cli("session approve", "request_id", flags=(("option_id", "--option"),
-                                                                        *_flags("decision")))),
+                                                                        *_flags("decision", "content")))),
     Operation("POST", S + "/stop", "session.stop", "stop_session", "Stop the session through the verified ladder",
               STOP_ANSWERS, (*SESSION, "session_daemon_managed"), body=v.STOP_FIELDS,
               cli=_session_cli("session stop", flags=_flags("wait")),
@@ -312,9 +327,10 @@ OPERATIONS: tuple[Operation, ...] = (
               body=v.CLEAR_FIELDS, cli=_session_cli("session clear", flags=_flags("idempotency_key", *v.FENCE_NAMES))),
     Operation("POST", S + "/continue", "session.continue", "continue_session",
               "Continue with another agent in a new session that carries this conversation; the source is untouched; "
-              "files: copy gives it a new folder next to the source's holding the files of the last checkpoint",
+              "files: copy (or workspace: copy) gives it a new folder next to the source's holding the files of the last "
+              "checkpoint",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *FIRST_PROMPT, "checkpoint_not_found",
-                               "checkpoint_failed"), body=v.CONTINUE_FIELDS,
+                               "checkpoint_failed"), body=v.CONTINUE_FIELDS, spellings=COPY_SPELLING,
               rules=(v.not_both("route", "runtime"), v.FENCES_TOGETHER),
               cli=_session_cli("session continue", flags=(
                   ("agent_name", "--agent"), *_flags("message", "route", "name", "idempotency_key", "workspace",
@@ -324,11 +340,12 @@ OPERATIONS: tuple[Operation, ...] = (
                         ("agent_name", "message", "idempotency_key"))),
     Operation("POST", S + "/fork", "session.fork", "fork_session",
               "Fork into a new session of the same agent and runtime, whole or through a user message and its turn; "
-              "files: copy gives it a new folder next to the source's holding the files of that turn's end "
+              "files: copy (or workspace: copy) gives it a new folder next to the source's holding the files of that "
+              "turn's end "
               "checkpoint (whole: the last checkpoint)",
               DERIVE_ANSWERS, (*SESSION, *DERIVABLE, *IDENTITY, *ADMISSION, "message_not_found",
                                "session_turn_in_progress", "checkpoint_not_found", "checkpoint_failed"),
-              body=v.FORK_FIELDS, rules=(v.FENCES_TOGETHER,),
+              body=v.FORK_FIELDS, spellings=COPY_SPELLING, rules=(v.FENCES_TOGETHER,),
               cli=_session_cli("session fork", flags=_flags("message_id", "name", "idempotency_key", "workspace",
                                                             "files", *v.FENCE_NAMES)),
               tool=Tool("compozy__session_fork", "Fork a session of your workspace into a new session of the same "
@@ -415,9 +432,10 @@ ATTENTION_OPERATIONS = (
 USAGE_OPERATIONS = (
     Operation("GET", "/api/usage", "usage.summary", "usage_summary",
               "The usage ledger summed: tokens by kind, cost per currency, turns (archived ones counted and marked) "
-              "and time, grouped by session, workspace, agent, provider, model or day over [since, until)",
+              "and time, grouped by session, workspace, agent, provider, model or day over [since, until); limit "
+              "answers the groups with the most tokens only, biggest first (groups_count: how many matched)",
               (Success(200, "UsageSummaryAnswer"),), ("invalid_request", "workspace_not_found"), query=v.USAGE_QUERY,
-              cli=Cli("usage", flags=(("group_by", "--by"), *_flags("since", "until", "workspace", "agent")))),
+              cli=Cli("usage", flags=(("group_by", "--by"), *_flags("since", "until", "workspace", "agent", "limit")))),
     Operation("GET", S + "/usage", "session.usage", "session_usage",
               "A session's turns in the usage ledger and their sums; lineage=true adds the sessions it was "
               "continued or forked from", (Success(200, "SessionUsageAnswer"),), SESSION,

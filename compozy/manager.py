@@ -93,12 +93,13 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
     def start(self) -> "SessionManager":
         """Boot: index, classify stale sessions, stop orphans, repair transcripts; then the timers."""
         Reconciler(self.store).run()
+        self.workspaces.recover()  # compozy.db lost: its sessions came back from their folders, so do their workspaces
         repair.kill_orphans(self.home, self.services.processes)
         repair.classify_stale(self.store, self.services.processes)
         repair.settle_control_rows(self.store)
         rewind.finish_interrupted(self.store)
         derivation.settle_interrupted(self.store)
-        repair.repair_at_boot(self.store)
+        repair.repair_at_boot(self.store, self.services.checkpoints)  # a turn the daemon died in: its end checkpoint
         self.supervisor.start()
         self.services.observers.emit("started")
         return self
@@ -275,7 +276,8 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         """Answer a pending permission request."""
         session = self._session(session_id, workspace)
         validate_id(body["request_id"], "perm", field="request_id", not_found="permission_request_not_found")
-        option = self.requests.approve(session, body["request_id"], body.get("option_id"), body.get("decision"))
+        option = self.requests.approve(session, body["request_id"], body.get("option_id"), body.get("decision"),
+                                       body.get("content"))
         return {"permission": {"request_id": body["request_id"], **outcome(option), "status": "approved"}}
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -306,7 +308,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         session = self._session(session_id, workspace)
         with session.lock:
             result = repair.repair(self.store, session.record, body.get("dry_run", False), body.get("force", False),
-                                   publish=session.feed.publish)
+                                   publish=session.feed.publish, checkpoints=self.services.checkpoints)
         return {"repair": result}
 
     # -- derived work ----------------------------------------------------------------------------

@@ -66,11 +66,28 @@ def parse(operation, path=None, body=None, query=None):
     fields = check_query(query, operation.query)  # first: a URL's unknown parameter whatever the body
     if operation.body is None and body:
         raise invalid(f"{operation.name} takes no request body")
-    fields.update(v.check_body(body, operation.body) if operation.body is not None else {})
+    fields.update(v.check_body(respelled(operation, body), operation.body) if operation.body is not None else {})
     for rule in operation.rules:
         rule.check(fields)
     path = {name: value for name, value in (path or {}).items() if name in operation.path_params}
     return operation.request_type(**path, **fields)
+
+
+def respelled(operation, body):
+    """The body with a field given under its other name (api.Spelling) under its own: checked against what
+    that name may hold, and refused when both names are given with different values."""
+    if not operation.spellings or not isinstance(body, Mapping):
+        return body
+    body = dict(body)
+    for name, spelling in operation.spellings.items():
+        if body.get(name) is None:
+            continue
+        value = v.check_body({name: body.pop(name)}, {name: spelling.spec})[name]
+        if body.get(spelling.means) not in (None, value):
+            raise invalid(f"{name}: {value} means {spelling.means}: {value}, but {spelling.means} is "
+                          f"{body[spelling.means]}", fields=[name, spelling.means])
+        body[spelling.means] = value
+    return body
 
 
 def check_query(query, spec):

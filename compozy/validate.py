@@ -284,7 +284,7 @@ STEER_FIELDS = {"expected_turn_id": identifier("turn", required=True), "message"
 SELECTION_FIELDS = {"runtime": mapping(required=True, fields=RUNTIME_FIELDS),
                     "expected_revision": integer(required=True)}
 APPROVE_FIELDS = {"request_id": text(required=True), "option_id": text(max_length=1000),
-                  "decision": text(choices=tuple(PermissionDecision)), "turn_id": text()}
+                  "decision": text(choices=tuple(PermissionDecision)), "turn_id": text(), "content": mapping()}
 APPROVE_CHOICE = one_of("option_id", "decision")
 STOP_FIELDS = {"wait": boolean()}
 FENCE_NAMES = ("expected_epoch", "expected_generation", "expected_max_sequence")
@@ -345,7 +345,8 @@ ATTENTION_QUERY = {"kind": text(choices=ATTENTION_KINDS), "workspace": text(patt
 USAGE_GROUPS = ("session", "workspace", "agent", "provider", "model", "day")
 USAGE_QUERY = {"group_by": text(choices=USAGE_GROUPS), "since": text(max_length=40, pattern=NOT_EMPTY, rule="must not "
                "be empty"), "until": text(max_length=40, pattern=NOT_EMPTY, rule="must not be empty"),
-               "workspace": text(pattern=NOT_EMPTY, rule="must be a workspace name or ID"), "agent": text(max_length=64)}
+               "workspace": text(pattern=NOT_EMPTY, rule="must be a workspace name or ID"), "agent": text(max_length=64),
+               "limit": integer(minimum=1, maximum=10_000)}
 SESSION_USAGE_QUERY = {"lineage": boolean()}
 WATCH_TURNS_FIELDS = {"turn_finished": boolean(required=True)}
 ANSWER_FIELDS = {"option_id": text(required=True, max_length=1000, pattern=NOT_EMPTY, rule="must not be empty")}

@@ -2,6 +2,8 @@
 header's count on every screen, answering a permission from the inbox (which clears only its item), a
 session's usage totals in its side panel and the 30-day chart by agent."""
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 from tests.harness import browser
@@ -75,9 +77,50 @@ def test_a_sessions_totals_and_the_thirty_day_chart_by_agent(web):
     chart = page.get_by_role("img", name="Tokens per day over the last 30 days, by agent; the busiest day: 1,200")
     expect(chart).to_be_visible()
     expect(chart.locator("rect[data-agent='general']")).to_have_count(1)
+    # The scale: 0 to the busiest day rounded up (1,200 -> 2,000) in five ticks; a label under every fifth day
+    # and today's (UTC), in words a person reads.
+    expect(chart.locator("text.scale-label")).to_have_text(["0", "500", "1K", "1.5K", "2K"])
+    today = datetime.now(timezone.utc)
+    labels = chart.locator("text.day-label")
+    expect(labels).to_have_count(7)
+    expect(labels.last).to_have_text(f"{today:%b} {today.day}")
+    expect(labels.first).to_have_text(f"{today - timedelta(days=29):%b} {(today - timedelta(days=29)).day}")
+    bar = chart.locator("rect[data-agent='general']").bounding_box()
+    top_tick, bottom_tick = (chart.locator("text.scale-label").nth(i).bounding_box() for i in (4, 0))
+    # The bar stands on the baseline and reaches 1,200 of 2,000: 60% of the way to the top tick.
+    share = bar["height"] / ((bottom_tick["y"] - top_tick["y"]))
+    assert 0.55 < share < 0.65, share
     row = page.locator("#usage-agents tbody tr")
     expect(row).to_have_count(1)
     expect(row).to_contain_text("general")
     expect(row).to_contain_text("1,200")
     expect(page.locator("#usage-total")).to_contain_text("Last 30 days: 1,200 tokens in 1 turn")
+    assert web.fits() == []
+
+
+@needs_browser
+def test_an_agents_question_is_answered_from_the_inbox_and_from_the_session(web):
+    from playwright.sync_api import expect
+    page = web.page
+    session = web.session("asker")
+    web.open()
+    web.prompt(session, "[ask redis|memcached Which backend?] go")
+    count = page.locator("#inbox-count")
+    expect(count).to_have_text("1")
+    page.get_by_role("link", name="Inbox").click()
+    item = page.get_by_role("list", name="Items that need you").get_by_role("listitem")
+    expect(item).to_contain_text("the agent asks: Which backend?")
+    item.get_by_role("button", name="memcached").click()
+    expect(count).to_be_hidden()
+    web.open(f"/sessions/{session['id']}")
+    expect(web.agent_text()).to_have_text(["answered: memcached echo: go"])
+    # A free form: a field per form field, and Answer sends them; the answer shows where the buttons were.
+    web.send("[ask - What name?] again")
+    asks = page.get_by_role("group", name="Answer options")
+    expect(asks).to_be_visible()
+    expect(page.locator(".permission").last).to_contain_text("The agent asks: What name?")
+    asks.get_by_role("textbox", name="Answer").fill("Ada")
+    asks.get_by_role("button", name="Answer").click()
+    expect(web.agent_text()).to_have_text(["answered: memcached echo: go", "answered: Ada echo: again"])
+    expect(page.locator(".permission .decision").last).to_have_text("Ada (user)")
     assert web.fits() == []

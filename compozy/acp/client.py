@@ -38,7 +38,8 @@ REFUSED_TERM_GRACE, REFUSED_KILL_GRACE = 0.5, 5.0  # an agent refused at its han
 STEER_TIMEOUT = 10.0
 # auth.terminal: compozy runs an agent's terminal login (`compozy agent login`), never through authenticate.
 CLIENT_CAPABILITIES = {"fs": {"readTextFile": True, "writeTextFile": True},
-                       "session": {"configOptions": {"boolean": {}}}, "auth": {"terminal": True}}
+                       "session": {"configOptions": {"boolean": {}}}, "auth": {"terminal": True},
+                       "elicitation": {"form": {}}}  # questions: held for a person like a permission request
 CLIENT_INFO = {"name": "compozy", "title": "compozy daemon", "version": "0.1"}
 
 __all__ = ["AgentClient", "AcpError", "AgentExited", "BindFailure", "CloneFailed", "PromptAnswer", "close_session",

@@ -30,6 +30,9 @@ class Unattended:
     def write(self, runtime, path, reply):
         reply.answer("reject-once")
 
+    def question(self, runtime, ask, reply):
+        reply.answer(None)  # nobody to ask: cancelled
+
     def workspace_root(self):
         return None
 

@@ -1,4 +1,4 @@
-"""The agent's requests to us, in ACP's shapes: permission prompts and file access.
+"""The agent's requests to us, in ACP's shapes: permission prompts, questions (form elicitation) and file access.
 
 Layer 3 (the ACP seam). Who decides, what is held and which folder an agent may reach is the
 session's policy (the listener); here the requests are decoded, files are read and written
@@ -18,6 +18,8 @@ REQUEST_PERMISSION = "session/request_permission"
 READ_TEXT_FILE = "fs/read_text_file"
 WRITE_TEXT_FILE = "fs/write_text_file"
 FILE_METHODS = (READ_TEXT_FILE, WRITE_TEXT_FILE)
+ELICITATION_CREATE = "elicitation/create"  # ACP 1.21 (stable), offered as clientCapabilities.elicitation.form
+MAX_QUESTION_CHARS = 2000
 ACCESS_DENIED = -32001
 MAX_READ_BYTES = 8 * 1024 * 1024
 ALLOWING_KINDS = ("allow_once", "allow_always")
@@ -34,6 +36,17 @@ class PermissionAsk:
     options: list  # [{"option_id", "name", "kind"}] as offered (offered_options)
 
 
+@dataclass(frozen=True)
+class QuestionAsk:
+    """What an elicitation/create (form mode) asks: its message, its requested schema, and the options a person
+    may answer with: one per choice when the form is one choice (an enum, a boolean), else `accept` (with the
+    form's content), and always `decline`."""
+
+    message: str
+    schema: dict
+    options: list  # [{"option_id", "name", "kind": "accept" | "decline"}]
+
+
 def handle(client, listener, request):
     """Answer (now or later, through a reply) one request the agent sent; whatever goes wrong, the
     agent gets an answer rather than waiting for ever."""
@@ -46,7 +59,7 @@ def handle(client, listener, request):
 
 def _handle(client, listener, request):
     handler = {REQUEST_PERMISSION: _permission, READ_TEXT_FILE: _read,
-               WRITE_TEXT_FILE: _write}.get(request.method)
+               WRITE_TEXT_FILE: _write, ELICITATION_CREATE: _question}.get(request.method)
     if handler is None:
         client.process.respond_error(request.id, protocol.METHOD_NOT_FOUND, "Method not found",
                                      {"method": request.method[:200]})
@@ -95,6 +108,71 @@ class PermissionReply:
         if option is None:
             return self.process.respond(self.rpc_id, {"outcome": {"outcome": "cancelled"}})
         return self.process.respond(self.rpc_id, {"outcome": {"outcome": "selected", "optionId": option["option_id"]}})
+
+
+# -- questions (form elicitation) ---------------------------------------------------------------
+
+
+def _question(client, listener, request):
+    params = request.params
+    schema = params.get("requestedSchema")
+    if params.get("mode", "form") != "form" or not isinstance(schema, dict):
+        return client.process.respond_error(request.id, protocol.INVALID_PARAMS, "only form elicitation (mode form "
+                                            "with a requestedSchema) is offered")
+    message = str(params.get("message") or "")[:MAX_QUESTION_CHARS]
+    listener.question(client, QuestionAsk(message, schema, question_options(schema)),
+                      QuestionReply(client.process, request.id, schema))
+
+
+def one_choice(schema):
+    """(the field, its choices as (value, label) pairs) when the form is one field to choose, else None."""
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    if len(properties) != 1:
+        return None
+    (field, spec), = properties.items()
+    spec = spec if isinstance(spec, dict) else {}
+    if spec.get("type") == "boolean":
+        return field, [(True, "Yes"), (False, "No")]
+    if isinstance(spec.get("enum"), list) and all(isinstance(v, str) for v in spec["enum"]) and spec["enum"]:
+        names = spec.get("enumNames") if isinstance(spec.get("enumNames"), list) else []
+        return field, [(value, str(names[i]) if i < len(names) else value) for i, value in enumerate(spec["enum"])]
+    if isinstance(spec.get("oneOf"), list) and all(isinstance(v, dict) and isinstance(v.get("const"), str)
+                                                   for v in spec["oneOf"]) and spec["oneOf"]:
+        return field, [(v["const"], str(v.get("title") or v["const"])) for v in spec["oneOf"]]
+    return None
+
+
+DECLINE = {"option_id": "decline", "name": "Decline", "kind": "decline"}
+
+
+def question_options(schema):
+    choice = one_choice(schema)
+    if choice is None:
+        return [{"option_id": "accept", "name": "Answer", "kind": "accept"}, DECLINE]
+    ids = {True: "yes", False: "no"}
+    return [{"option_id": ids.get(value, value) if isinstance(value, bool) else value, "name": label,
+             "kind": "accept"} for value, label in choice[1]] + [DECLINE]
+
+
+class QuestionReply:
+    """Answers one elicitation: accept with the form's content (the option's `content`, or the choice the option
+    names), decline, or cancel (None)."""
+
+    def __init__(self, process, rpc_id, schema):
+        self.process, self.rpc_id, self.schema = process, rpc_id, schema
+
+    def answer(self, option):
+        if option is None:
+            return self.process.respond(self.rpc_id, {"action": "cancel"})
+        if option.get("kind") != "accept":
+            return self.process.respond(self.rpc_id, {"action": "decline"})
+        content = option.get("content")
+        if content is None:
+            field, choices = one_choice(self.schema) or (None, [])
+            value = next((v for v, _ in choices if (("yes" if v else "no") if isinstance(v, bool) else v)
+                          == option["option_id"]), None)
+            content = {field: value} if field is not None else {}
+        return self.process.respond(self.rpc_id, {"action": "accept", "content": content})
 
 
 # -- file system ------------------------------------------------------------------------------

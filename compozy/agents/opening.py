@@ -59,6 +59,7 @@ class SessionMethods:
         capabilities = request.params.get("clientCapabilities")
         self.boolean_options = advertises(capabilities, "session", "configOptions", "boolean")
         self.terminal_auth = advertises(capabilities, "auth", "terminal")
+        self.questions = advertises(capabilities, "elicitation", "form")
         self.gate("initialize")
         time.sleep(self.settings.start_delay)
         settings = self.settings

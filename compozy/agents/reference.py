@@ -52,7 +52,7 @@ class ReferenceAgent(SessionMethods):
         self.lock = threading.RLock()
         self.store = SessionStore(settings.state_dir, self.lock)
         self.request_ids, self.tool_call_ids = itertools.count(0), itertools.count(1)
-        self.boolean_options = self.terminal_auth = self.authenticated = False
+        self.boolean_options = self.terminal_auth = self.authenticated = self.questions = False
         self.children: list[subprocess.Popen] = []
         self.lingering: list[tuple[str, int]] = []  # (session id, late chunks to send at stdin EOF)
         self.journal: list[str] = []  # the methods this process was asked, for [methods]

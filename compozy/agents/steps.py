@@ -104,6 +104,29 @@ class DirectiveSteps:
         self.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status})
         self.say(f"permission {outcome}: {label} ")
 
+    def do_ask(self, choices: str, question: str) -> None:
+        """[ask CHOICES QUESTION]: an ACP form elicitation, one field `answer`: one of CHOICES (a|b|c), or any
+        text for `-`. Only to a client that advertised elicitation.form."""
+        if not self.agent.questions:
+            self.say("ask not offered ")
+            return
+        field: dict = {"type": "string", "title": "Answer"}
+        if choices != "-":
+            field["enum"] = choices.split("|")
+        response = self.ask_client("elicitation/create", {
+            "mode": "form", "message": question,
+            "requestedSchema": {"type": "object", "properties": {"answer": field}, "required": ["answer"]}})
+        if response is None:
+            raise TurnCancelled()
+        if response.error:
+            self.say(f"ask refused: {error_message(response.error)} ")
+            return
+        result = response.result if isinstance(response.result, dict) else {}
+        if result.get("action") == "accept":
+            self.say(f"answered: {(result.get('content') or {}).get('answer')} ")
+        else:
+            self.say(f"ask {result.get('action')} ")
+
     def do_tool(self, name: str) -> None:
         call_id = self.start_tool_call(name, "other", "in_progress")
         content = [{"type": "content", "content": {"type": "text", "text": f"{name} done"}}]

@@ -172,13 +172,17 @@ def follow_prompt(frames, output):
               help="answer with this option, by the ID the agent gave it (the permission event lists them)")
 @click.option("--decision", type=choice("session.approve", "decision"),
               help="answer with the first offered option of this kind  [default without --option: allow-once]")
+@click.option("--content", metavar="JSON", callback=lambda _ctx, _param, value: _json_object(value),
+              help="a question's answer: the form's fields as a JSON object, with --option accept")
 @output_option()
 @click.pass_obj
-def approve(obj, session_id, request_id, option_id, decision, output):
-    """Answer a pending permission request with one of the options the agent offered.
+def approve(obj, session_id, request_id, option_id, decision, content, output):
+    """Answer a pending permission request (or an agent's question) with one of the options the agent offered.
 
     --option picks an option by its ID; --decision picks the first offered option of that kind and
     is refused (permission_option_unavailable, with the offered options) when the agent offered none.
+    A question (an agent's form) offers one option per choice and decline; a form that is not one
+    choice is answered with --option accept --content '{"field": "value"}'.
 
     \b
     Example:
@@ -189,8 +193,20 @@ def approve(obj, session_id, request_id, option_id, decision, output):
     if option_id is None and decision is None:
         decision = "allow-once"
     document = obj.call("session.approve", session_id=session_id, request_id=request_id, option_id=option_id,
-                        decision=decision)
+                        decision=decision, content=content)
     emit(document, output, _approved_line)
+
+
+def _json_object(value):
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError as error:
+        raise click.BadParameter(f"not JSON: {error}") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter("a JSON object, e.g. {\"answer\": \"yes\"}")
+    return parsed
 
 
 def _approved_line(document):

@@ -25,6 +25,8 @@ def sums_row(key, sums):
 def summary_text(document):
     usage = document["usage"]
     rows = [sums_row(group["key"] or "-", group) for group in usage["groups"] or []]
+    if usage.get("groups_count", 0) > len(rows):
+        rows.append((f"({usage['groups_count'] - len(rows)} more)", "", "", "", "", ""))
     rows.append(sums_row("total", usage["total"]))
     window = f"since {usage['since'] or 'the start'} until {usage['until'] or 'now'}"
     return table(rows, HEADERS, "") + f"\n({window})"
@@ -37,6 +39,7 @@ def summary_text(document):
 @click.option("--until", help="before: the same forms as --since")
 @click.option("--workspace", help="only this workspace (name or ID)")
 @click.option("--agent", help="only this agent")
+@click.option("--limit", type=click.IntRange(1, 10_000), help="only the N groups with the most tokens, biggest first")
 @output_option()
 @click.pass_obj
 def usage(obj, output, **query):

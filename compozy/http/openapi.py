@@ -60,7 +60,7 @@ def _operation(operation):
                 "parameters": _parameters(operation), "responses": _responses(operation)}
     if operation.body is not None:
         required = any(field.required for field in operation.body.values())
-        schema = spec_schema(operation.body)
+        schema = spec_schema({**operation.body, **{name: spelling.spec for name, spelling in operation.spellings.items()}})
         if operation.rules:
             schema["allOf"] = [rule.schema() for rule in operation.rules]
         document["requestBody"] = {"required": required, "content": {"application/json": {"schema": schema}}}

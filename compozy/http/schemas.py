@@ -205,7 +205,7 @@ SCHEMAS = {
     "PermissionAnswer": obj(["permission"], permission=obj(
         ["request_id", "decision", "option", "status"], request_id=STRING,
         decision=enum((*PermissionDecision, PERMISSION_SELECTED)), status=STRING,
-        option=obj(["option_id"], option_id=STRING, name=STRING, kind=STRING))),
+        option=obj(["option_id"], option_id=STRING, name=STRING, kind=STRING, content=OBJECT))),
     "StopAccepted": obj(["status", "session_id"], status=enum((SessionState.STOPPING,)), session_id=STRING),
     "StopOutcome": STOP_OUTCOME,
     "RepairAnswer": obj(["repair"], repair=obj(

@@ -174,6 +174,17 @@ class Catalog:
             row = W.get_or_none(W.name == name) if name is not None else W.get_or_none(W.path == path)
         return row and _row_dict(row)
 
+    def lost_workspaces(self):
+        """{workspace_id: the folders its sessions work in} for the workspaces sessions name and the catalog does
+        not know (compozy.db was lost: the sessions came back from their folders, the registry did not)."""
+        found = {}
+        with self.guard.read() as db:
+            rows = db.execute_sql("SELECT workspace_id, json_extract(doc, '$.cwd') FROM sessions WHERE orphaned = 0 "
+                                  "AND workspace_id NOT IN (SELECT id FROM workspaces)").fetchall()
+        for workspace_id, cwd in rows:
+            found.setdefault(workspace_id, set()).update([cwd] if cwd else [])
+        return found
+
     def workspaces(self):
         with self.guard.read():
             return [_row_dict(r) for r in self.Workspace.select().order_by(self.Workspace.name)]

@@ -36,14 +36,50 @@ DDL = (
     + ", ".join(f"{name} {'REAL' if name == 'cost' else 'INTEGER'} NOT NULL DEFAULT 0" for name in ADDED)
     + ", PRIMARY KEY (day, workspace_id, agent, provider, model, currency))",
 )
+SESSION_KEY = ("session_id", "workspace_id", "agent", "currency")
+SESSIONS_DDL = (
+    "CREATE TABLE usage_sessions (session_id TEXT NOT NULL, workspace_id TEXT NOT NULL, agent TEXT NOT NULL, "
+    "currency TEXT NOT NULL, first_ended TEXT NOT NULL, last_ended TEXT NOT NULL, "
+    + ", ".join(f"{name} {'REAL' if name == 'cost' else 'INTEGER'} NOT NULL DEFAULT 0" for name in ADDED)
+    + ", PRIMARY KEY (session_id, workspace_id, agent, currency))",
+    "CREATE INDEX usage_sessions_by_first ON usage_sessions (first_ended)",
+    "CREATE INDEX usage_sessions_by_last ON usage_sessions (last_ended)",
+    # A catalog written before the rollup existed: its rows summed once, as record() would have.
+    f"INSERT INTO usage_sessions ({', '.join(SESSION_KEY)}, first_ended, last_ended, {', '.join(ADDED)}) "
+    f"SELECT session_id, workspace_id, agent, COALESCE(cost_currency, ''), MIN(ended_at), MAX(ended_at), COUNT(*), "
+    f"SUM(archived), SUM(COALESCE(duration_ms, 0)), {', '.join(f'SUM({name})' for name in TOKENS)}, "
+    f"SUM(COALESCE(cost_amount, 0)) FROM usage_ledger GROUP BY 1, 2, 3, 4",
+)
 GROUPS = {"session": "session_id", "workspace": "workspace_id", "agent": "agent", "provider": "provider",
           "model": "model", "day": "day"}
 RAW = (f"SELECT session_id, workspace_id, agent, COALESCE(provider, '') AS provider, COALESCE(model, '') AS model, "
        f"day, 1 AS turns, archived, COALESCE(duration_ms, 0) AS duration_ms, {', '.join(TOKENS)}, "
        f"COALESCE(cost_currency, '') AS currency, COALESCE(cost_amount, 0) AS cost FROM usage_ledger")
+PER_SESSION = (f"SELECT session_id, workspace_id, agent, '' AS provider, '' AS model, '' AS day, turns, archived, "
+               f"duration_ms, {', '.join(TOKENS)}, currency, cost FROM usage_sessions")
 DAILY = (f"SELECT '' AS session_id, workspace_id, agent, provider, model, day, turns, archived, duration_ms, "
          f"{', '.join(TOKENS)}, currency, cost FROM usage_daily")
 DAY = "%Y-%m-%d"
+TOKEN_COLUMNS = {"inputTokens": "input_tokens", "outputTokens": "output_tokens", "thoughtTokens": "thought_tokens",
+                 "cachedReadTokens": "cached_read_tokens", "cachedWriteTokens": "cached_write_tokens",
+                 "totalTokens": "total_tokens"}
+
+
+def usage_columns(usage):
+    """A turn's usage document (compozy.session.turns.usage) as ledger columns: its tokens by kind (the total,
+    when the agent gave none, is input + output + thought), its own cost, the context at its end."""
+    usage = usage or {}
+    tokens = usage.get("tokens") or {}
+    row = {column: int(tokens.get(name, 0)) for name, column in TOKEN_COLUMNS.items()}
+    if not tokens.get("totalTokens"):
+        row["total_tokens"] = row["input_tokens"] + row["output_tokens"] + row["thought_tokens"]
+    share = usage.get("turn_cost")
+    if share:
+        row["cost_amount"], row["cost_currency"] = share["amount"], share["currency"]
+    context = usage.get("context")
+    if context:
+        row["context_used"], row["context_size"] = context["used"], context["size"]
+    return row
 
 
 def _day_after(day):
@@ -65,6 +101,9 @@ class Ledger:
         with guard.write() as db:
             for statement in DDL:
                 db.execute_sql(statement)
+            if not db.execute_sql("SELECT 1 FROM sqlite_master WHERE name = 'usage_sessions'").fetchone():
+                for statement in SESSIONS_DDL:
+                    db.execute_sql(statement)
 
     def record(self, row):
         """One turn's row, and its share of the day's rollup; a turn recorded again is ignored."""
@@ -82,6 +121,13 @@ class Ledger:
         db.execute_sql(f"INSERT INTO usage_daily ({', '.join(ROLLUP_KEY + ADDED)}) VALUES ({marks(ROLLUP_KEY + ADDED)}) "
                        f"ON CONFLICT DO UPDATE SET " + ", ".join(f"{name} = {name} + excluded.{name}" for name in ADDED),
                        key + added)
+        ended = row["ended_at"]
+        db.execute_sql(f"INSERT INTO usage_sessions ({', '.join(SESSION_KEY)}, first_ended, last_ended, {', '.join(ADDED)}) "
+                       f"VALUES ({marks(SESSION_KEY + ('first', 'last') + ADDED)}) ON CONFLICT DO UPDATE SET "
+                       "first_ended = MIN(first_ended, excluded.first_ended), "
+                       "last_ended = MAX(last_ended, excluded.last_ended), "
+                       + ", ".join(f"{name} = {name} + excluded.{name}" for name in ADDED),
+                       [row["session_id"], row["workspace_id"], row["agent"], key[-1], ended, ended] + added)
 
     def mark_archived(self, session_id, turn_ids):
         if not turn_ids:
@@ -100,12 +146,46 @@ class Ledger:
         condition from the code over the columns both tables share (workspace_id, agent); by_session: it names
         session_id (the rows alone can answer it)."""
         key = GROUPS[group] if group else "''"
-        source, values = self._source(group == "session" or by_session, since, until, where, list(params))
+        if group == "session" and not by_session:
+            source, values = self._by_session(since, until, where, list(params))
+        else:
+            source, values = self._source(by_session, since, until, where, list(params))
         sql = (f"SELECT {key} AS k, currency, SUM(turns), SUM(archived), SUM(duration_ms), "
                f"{', '.join(f'SUM({name})' for name in TOKENS)}, SUM(cost) FROM ({source}) GROUP BY k, currency "
                "ORDER BY k, currency")
         with self.guard.read() as db:
             return db.execute_sql(sql, values).fetchall()
+
+    def biggest(self, group, limit, since=None, until=None, where="1", params=()):
+        """(the keys of the `limit` groups with the most tokens in all, biggest first, then by key; how many groups
+        there are), summed in SQL over the same rows as sums(): only the chosen groups are read back."""
+        key = GROUPS[group]
+        if group == "session":
+            source, values = self._by_session(since, until, where, list(params))
+        else:
+            source, values = self._source(False, since, until, where, list(params))
+        sql = (f"SELECT k, COUNT(*) OVER () FROM (SELECT {key} AS k, SUM(total_tokens) AS t FROM ({source}) GROUP BY k) "
+               "ORDER BY t DESC, k LIMIT ?")
+        with self.guard.read() as db:
+            rows = db.execute_sql(sql, [*values, limit]).fetchall()
+        return [row[0] for row in rows], rows[0][1] if rows else 0
+
+    def _by_session(self, since, until, where, params):
+        """The rows to sum by session, as SQL: a session's rollup rows (usage_sessions: one per session, workspace,
+        agent and currency, with the first and last end of its turns) that lie inside [since, until), and only the
+        sessions that straddle a bound (few: those working at the window's edges) from their ledger rows in it."""
+        edges = [value for value in (since, until) if value is not None]
+        if not edges:  # no window: every session whole
+            return f"{PER_SESSION} WHERE ({where})", params
+        straddling = ("SELECT session_id FROM usage_sessions WHERE "
+                      + " OR ".join("(first_ended < ? AND last_ended >= ?)" for _ in edges))
+        bounds = [value for edge in edges for value in (edge, edge)]
+        inside = " AND ".join(sql for sql, value in (("first_ended >= ?", since), ("last_ended < ?", until))
+                              if value is not None)
+        window = " AND ".join(f"ended_at {op} ?" for op, value in ((">=", since), ("<", until)) if value is not None)
+        return (f"{PER_SESSION} WHERE ({where}) AND {inside} AND session_id NOT IN ({straddling}) UNION ALL "
+                f"{RAW} WHERE ({where}) AND {window} AND session_id IN ({straddling})",
+                [*params, *edges, *bounds, *params, *edges, *bounds])
 
     def _source(self, rows_only, since, until, where, params):
         """The rows to sum, as SQL: the ledger's rows in the window, or the rollup's whole days plus the rows of

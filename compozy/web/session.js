@@ -68,7 +68,8 @@ export class SessionView {
     this.stream?.close();
     replace($("transcript"));
     const transcript = this.transcript = new Transcript($("transcript"), {
-      approve: (request_id, option_id) => this.act("session.approve", {}, { request_id, option_id }),
+      approve: (request_id, option_id, content) => this.act("session.approve", {},
+        { request_id, option_id, ...(content ? { content } : {}) }),
       messageActions: (event) => this.derive.messageActions(event),
       diff: (turnId) => call("session.turn.diff", { ...this.scope, turn_id: turnId }) });
     const derivation = this.session.derivation;

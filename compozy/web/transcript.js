@@ -107,15 +107,27 @@ export class Transcript {
   }
 
   // One button per option the agent offered, in its order and named as it named them; a click
-  // answers with that option's ID.
+  // answers with that option's ID. A question's free form (its `accept` option) is a field per form
+  // field and an Answer button that sends them as the answer's content.
   permissionButtons(event, options) {
     const offered = (Array.isArray(options) ? options : []).filter((o) => o && typeof o.option_id === "string");
     if (!offered.length) return el("span", { class: "options" }, "No options offered");
-    return el("span", { class: "options", role: "group", "aria-label": "Permission options" },
-      offered.map((option) => el("button", {
-        type: "button", class: String(option.kind || "").split("_")[0],
-        onclick: () => this.approve(event.content.request_id, option.option_id),
-      }, option.name || option.option_id)));
+    const question = event.content.action === "question";
+    const properties = event.content.question?.schema?.properties || {};
+    const fields = Object.entries(properties).map(([name, spec]) => el("input", {
+      type: spec?.type === "number" || spec?.type === "integer" ? "number" : "text", name,
+      "aria-label": spec?.title || name, placeholder: spec?.title || name }));
+    const contentOf = () => Object.fromEntries(fields.map((input) => [input.name,
+      input.type === "number" ? Number(input.value) : input.value]));
+    return el("span", { class: "options", role: "group", "aria-label": question ? "Answer options" : "Permission options" },
+      offered.map((option) => {
+        const form = question && option.option_id === "accept" && option.kind === "accept";
+        const button = el("button", {
+          type: "button", class: String(option.kind || "").split("_")[0],
+          onclick: () => this.approve(event.content.request_id, option.option_id, form ? contentOf() : undefined),
+        }, option.name || option.option_id);
+        return form ? [...fields, button] : button;
+      }));
   }
 }
 
@@ -143,7 +155,8 @@ function money({ amount, currency }) {
 // An answered request: the option chosen, as the agent named it, and who or what chose it.
 function answered(content) {
   const option = content.option;
-  const chosen = option?.option_id ? option.name || option.option_id : content.decision;
+  const given = option?.content ? Object.values(option.content).join(", ") : null;
+  const chosen = given ?? (option?.option_id ? option.name || option.option_id : content.decision);
   return el("span", { class: "decision" }, chosen, content.reason ? ` (${content.reason})` : "");
 }
 
@@ -200,7 +213,8 @@ const HANDLERS = {
       return known.querySelector(".options")?.replaceWith(answered(content));
     }
     const node = el("div", { class: "permission", "data-request-id": content.request_id },
-      el("p", {}, el("strong", {}, "Permission requested: "), content.title || content.action || "",
+      el("p", {}, el("strong", {}, content.action === "question" ? "The agent asks: " : "Permission requested: "),
+        content.title || content.action || "",
         content.resource && !String(content.title).includes(content.resource) ? el("code", {}, content.resource) : ""),
       content.decision ? answered(content) : this.permissionButtons(event, content.options));
     this.permissions.set(content.request_id, this.block(node));

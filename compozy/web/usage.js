@@ -72,24 +72,49 @@ export class UsageView {
   }
 }
 
-// Stacked bars: one per day, one band per agent, scaled to the busiest day.
+// A scale's top: the busiest day rounded up to 1, 2, 2.5 or 5 times a power of ten, so its ticks read evenly.
+export function niceTop(most) {
+  const power = 10 ** Math.floor(Math.log10(Math.max(1, most)));
+  return [1, 2, 2.5, 5, 10].map((step) => step * power).find((top) => top >= most);
+}
+
+// Token counts as a scale shows them: 0, 500, 2.5K, 1.2M.
+const compact = (n) => new Intl.NumberFormat("en", { notation: "compact", maximumFractionDigits: 1 }).format(n);
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const dayText = (day) => `${MONTHS[Number(day.slice(5, 7)) - 1]} ${Number(day.slice(8, 10))}`;
+
+// Stacked bars: one per day, one band per agent, on a scale from 0 to the busiest day rounded up (its ticks
+// and gridlines on the left, in tokens), with a day label under every fifth bar and the last one (UTC days).
 function chart(days, agents, byAgent) {
-  const width = 600, height = 160, gap = 2, bar = width / days.length - gap;
+  const left = 44, right = 16, top = 8, bottom = 22, plot = 130, width = 640;
+  const height = top + plot + bottom, step = (width - left - right) / days.length, gap = 2, bar = step - gap;
   const totals = days.map((day) => agents.reduce((sum, agent) => sum + (byAgent.get(agent).get(day) || 0), 0));
-  const most = Math.max(1, ...totals);
+  const most = Math.max(1, ...totals), scaleTop = niceTop(most);
+  const y = (tokens) => top + plot - (tokens / scaleTop) * plot;
+  const axis = [];
+  for (let tick = 0; tick <= 4; tick++) {
+    const value = (scaleTop * tick) / 4;
+    axis.push(svg("line", { x1: left, x2: width - right, y1: y(value), y2: y(value), class: tick ? "grid" : "baseline" }));
+    axis.push(svg("text", { x: left - 6, y: y(value) + 4, "text-anchor": "end", class: "scale-label" }, compact(value)));
+  }
   const bars = [];
   days.forEach((day, d) => {
-    let top = height;
+    const x = left + d * step + gap / 2;
+    let base = 0;
     agents.forEach((agent, a) => {
       const tokens = byAgent.get(agent).get(day) || 0;
       if (!tokens) return;
-      const h = Math.max(1, (tokens / most) * (height - 10));
-      top -= h;
-      bars.push(svg("rect", { x: d * (bar + gap), y: top, width: bar, height: h, class: `series-${a % 6}`,
-        "data-day": day, "data-agent": agent }, svg("title", {}, `${day} · ${agent}: ${count(tokens)} tokens`)));
+      const h = Math.max(1, (tokens / scaleTop) * plot);
+      bars.push(svg("rect", { x, y: y(base) - h, width: bar, height: h, class: `series-${a % 6}`,
+        "data-day": day, "data-agent": agent }, svg("title", {}, `${dayText(day)} · ${agent}: ${count(tokens)} tokens`)));
+      base += (h / plot) * scaleTop;
     });
+    if (d % 5 === 0 || d === days.length - 1) {
+      axis.push(svg("text", { x: x + bar / 2, y: top + plot + 15, "text-anchor": "middle", class: "day-label",
+        "data-day": day }, dayText(day)));
+    }
   });
   const label = `Tokens per day over the last ${days.length} days, by agent; the busiest day: ${count(most)}`;
   return svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label, class: "chart" },
-    svg("title", {}, label), ...bars);
+    svg("title", {}, label), ...axis, ...bars);
 }

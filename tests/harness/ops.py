@@ -7,6 +7,8 @@ this module keeps the rest: the streaming variant of a prompt and the CLI spelli
 cannot hold (a runtime snapshot as flags, --detach, -o json).
 """
 
+import json
+
 from compozy.api import OPS as TABLE
 
 from tests.harness.scenario import ScenarioError
@@ -23,6 +25,12 @@ def fields_of(args):
     return {ALIASES.get(name, name): value for name, value in args.items()}
 
 
+def in_body(fields):
+    """The body with its `body.NAME` arguments as NAME: a body field named like a path parameter (a fork's
+    `"workspace": "copy"`, api.Spelling)."""
+    return {name.removeprefix("body."): value for name, value in fields.items()}
+
+
 def argv(op_name, fields):
     """The CLI command line for an operation (without -o json, which the CLI surface adds)."""
     operation, fields = OPS[op_name], dict(fields)
@@ -33,6 +41,7 @@ def argv(op_name, fields):
     command += [str(fields.pop(name)) for name in operation.cli.arguments if name in fields]
     for name, flag in flags.items():
         value = fields.pop(name, None)
+        value = json.dumps(value) if isinstance(value, dict) else value  # a JSON object flag (--content)
         command += [] if value is None or value is False else [flag] if value is True else [flag, str(value)]
     command += runtime_flags(fields.pop("runtime", None))
     if fields:

@@ -3,7 +3,8 @@
 A throwaway daemon and the reference agent produce a real transcript (a finished turn with a
 thought, a plan, a tool call, Markdown and its usage; then a turn waiting for a permission, with a prompt
 queued behind it), and headless Chromium takes the list view (two sessions selected), the session view, the
-continue dialog and the session view at a phone's width.
+continue dialog, the usage view (its 30-day chart with its scale and day labels) and the session view at a
+phone's width.
 """
 
 import sys
@@ -77,6 +78,11 @@ def main(target):
                 dialog.get_by_label("Message").fill("Carry on with step 1; run the tests first.")
                 page.screenshot(path=str(Path(target) / "web-continue.png"))
                 page.keyboard.press("Escape")
+                page.set_viewport_size({"width": 1280, "height": 560})
+                page.get_by_role("link", name="Usage").click()
+                expect(page.locator("#usage-chart text.day-label").first).to_be_visible()
+                page.screenshot(path=str(Path(target) / "web-usage.png"))
+                page.goto(f"{daemon.http_url}/sessions/{session['id']}")
                 page.set_viewport_size({"width": 390, "height": 844})
                 expect(page.get_by_role("group", name="Permission options")).to_be_visible()
                 page.evaluate("document.activeElement.blur()")

@@ -16,7 +16,7 @@ from compozy.errors import CompozyError
 
 from tests.harness.answers import answer_problem, error_problem, resource_key
 from tests.harness.daemon import ENTRY, test_environment
-from tests.harness.ops import OPS, STREAM, argv, collect, fields_of
+from tests.harness.ops import OPS, STREAM, argv, collect, fields_of, in_body
 from tests.harness.scenario import ScenarioError
 from tests.harness.served import ServedManager
 
@@ -103,7 +103,7 @@ class InProcess:
         """The façade method the table names: path parameters, then the rest as body or query."""
         keywords = {name: fields.pop(name) for name in operation.path_params if name in fields}
         if operation.body is not None:
-            keywords["body"] = fields
+            keywords["body"] = in_body(fields)
         elif operation.query:
             keywords["query"] = encode_query(fields)
         elif fields:
@@ -143,6 +143,7 @@ class HttpSurface:
             if scoped(operation) and "workspace" not in fields:
                 fields["workspace"] = self._workspace_of(fields["session_id"])
             method, path, query, body = request(operation, fields)
+            body = in_body(body) if body is not None else None
             if answers_a_file(operation):
                 media_type, data = self.client.fetch(method, path, query=query)
                 check(op_name, answer_problem, 200, None)

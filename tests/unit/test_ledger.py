@@ -9,6 +9,7 @@ from compozy.clock import iso_from_epoch
 from compozy.errors import CompozyError
 from compozy.session.turns.ledger import grouped, moment, total_of
 from compozy.store.catalog import Catalog
+from compozy.store.ledger import COLUMNS
 
 NOW = 1_796_000_000.0  # a fixed wall time (late 2026)
 DAY = 86400
@@ -28,6 +29,15 @@ def catalog(tmp_path_factory):
             row.update(cost_amount=0.125, cost_currency="USD" if index % 2 else "EUR")
         made.ledger.record(row)
         made.ledger.record(row)  # a turn recorded twice counts once
+    for index in range(60):  # sessions that live for an hour, some of them with two currencies
+        ended = iso_from_epoch(NOW - (index % 20) * DAY / 2 + rng.uniform(0, 3600))
+        row = {"turn_id": f"short_{index}", "session_id": f"short_{index % 20}", "workspace_id": "ws_0",
+               "agent": "agent0", "provider": "p", "model": "m", "input_tokens": rng.randint(0, 900),
+               "output_tokens": 5, "total_tokens": 0, "started_at": ended, "ended_at": ended, "day": ended[:10],
+               "end": "done", "duration_ms": 10}
+        if index % 7 == 0:
+            row.update(cost_amount=0.5, cost_currency="USD")
+        made.ledger.record(row)
     made.ledger.mark_archived("sess_1", [f"turn_{i}" for i in range(1, 400, 37)])
     yield made
     made.close()
@@ -37,7 +47,7 @@ WINDOWS = [(None, None), (2, None), (None, 3), (7.5, 1.25), (4, 4), (5.2, 5.1), 
 
 
 @pytest.mark.parametrize("since,until", WINDOWS)
-@pytest.mark.parametrize("group", ["agent", "day", "workspace", "model", None])
+@pytest.mark.parametrize("group", ["agent", "day", "workspace", "model", "session", None])
 def test_the_rollup_and_the_rows_agree_on_every_window(catalog, since, until, group):
     since = iso_from_epoch(NOW - since * DAY) if since is not None else None
     until = iso_from_epoch(NOW - until * DAY) if until is not None else None
@@ -47,9 +57,39 @@ def test_the_rollup_and_the_rows_agree_on_every_window(catalog, since, until, gr
     assert total_of(fast) == total_of(exact)
 
 
+@pytest.mark.parametrize("since,until", WINDOWS)
+@pytest.mark.parametrize("group", ["agent", "day", "workspace", "model", "session"])
+def test_the_biggest_groups_are_the_top_of_every_group(catalog, since, until, group):
+    since = iso_from_epoch(NOW - since * DAY) if since is not None else None
+    until = iso_from_epoch(NOW - until * DAY) if until is not None else None
+    every = grouped(catalog.ledger.sums(group, since, until, by_session=True))
+    ranked = [g["key"] for g in sorted(every, key=lambda g: (-g["tokens"]["total"], g["key"]))]
+    assert catalog.ledger.biggest(group, 3, since, until) == (ranked[:3], len(every))
+
+
+@pytest.mark.parametrize("since,until", WINDOWS)
+def test_a_catalog_from_before_the_session_rollup_fills_it_from_its_rows(catalog, tmp_path, since, until):
+    since = iso_from_epoch(NOW - since * DAY) if since is not None else None
+    until = iso_from_epoch(NOW - until * DAY) if until is not None else None
+    older = Catalog(tmp_path / "compozy.db")
+    with catalog.ledger.guard.read() as db:
+        rows = [dict(zip(COLUMNS, values)) for values in db.execute_sql(f"SELECT {', '.join(COLUMNS)} FROM usage_ledger")]
+    for row in rows:
+        older.ledger.record(row)
+    with older.ledger.guard.write() as db:
+        db.execute_sql("DROP TABLE usage_sessions")
+    older.close()
+    reopened = Catalog(tmp_path / "compozy.db")
+    try:
+        assert grouped(reopened.ledger.sums("session", since, until)) == \
+            grouped(catalog.ledger.sums("session", since, until, by_session=True))
+    finally:
+        reopened.close()
+
+
 def test_archived_turns_still_count_and_are_marked(catalog):
     total = total_of(catalog.ledger.sums(None))
-    assert total["turns"] == 400 and total["archived_turns"] == 11
+    assert total["turns"] == 460 and total["archived_turns"] == 11
 
 
 def test_window_bounds():

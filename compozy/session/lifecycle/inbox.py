@@ -126,11 +126,14 @@ class Inbox:
             return
         options = content.get("options") or []
         what = content.get("title") or content.get("action") or "permission"
-        self.open(f"permission:{request_id}", "permission", record,
+        question = content.get("action") == "question"
+        self.open(f"permission:{request_id}", "question" if question else "permission", record,
+                  f"{session_name(record)}: the agent asks: {what}"[:300] if question else
                   f"{session_name(record)}: the agent asks permission: {what}",
-                  permission_actions(record, request_id, options),
+                  permission_actions(record, request_id, [o for o in options if not (question and o.get("option_id") == "accept")]),
                   {"request_id": request_id, "turn_id": event.get("turn_id"), "action": content.get("action"),
-                   "title": content.get("title"), "resource": content.get("resource"), "options": options})
+                   "title": content.get("title"), "resource": content.get("resource"), "options": options,
+                   **({"question": content.get("question")} if question else {})})
 
     def attention_changed(self, session, old, new):
         self._attention(session.record, new)

@@ -134,8 +134,9 @@ def last_turn_events(log_):
     return turn_id, log_.read_all(turn_id=turn_id)
 
 
-def plan_repair(turn_id, turn_events):
-    """The appends that terminalize turn_id, or [] when it already ended."""
+def plan_repair(turn_id, turn_events, checkpoints=False):
+    """The appends that terminalize turn_id, or [] when it already ended. checkpoints: file checkpoints are on,
+    so a turn with a start checkpoint and no end one gets its end checkpoint before its terminal error."""
     if turn_id is None or any(e["type"] in ("done", "error") for e in turn_events):
         return []
     finished = {e["content"].get("tool_call_id") for e in turn_events if e["type"] == "tool_result"}
@@ -145,14 +146,21 @@ def plan_repair(turn_id, turn_events):
         if event["type"] == "tool_call" and not event["content"].get("update") and tool_id not in finished:
             finished.add(tool_id)
             actions.append({"action": "append_interrupted_tool_result", "tool_call_id": tool_id})
+    kinds = {e["content"].get("kind") for e in turn_events if e["type"] == "checkpoint"}
+    if checkpoints and "start" in kinds and "end" not in kinds:
+        actions.append({"action": "append_end_checkpoint"})
     actions.append({"action": "append_terminal_error"})
     return actions
 
 
-def apply_repair(log_, agent_name, turn_id, actions):
+def apply_repair(log_, agent_name, turn_id, actions, end_checkpoint=None):
+    """end_checkpoint(): the content of the end checkpoint taken now (None: none taken)."""
     items = []
     for action in actions:
-        if action["action"] == "append_interrupted_tool_result":
+        if action["action"] == "append_end_checkpoint":
+            content = end_checkpoint() if end_checkpoint is not None else None
+            items += [("checkpoint", turn_id, content, agent_name)] if content is not None else []
+        elif action["action"] == "append_interrupted_tool_result":
             items.append(("tool_result", turn_id, {"tool_call_id": action["tool_call_id"], "status": "failed",
                                                    "error": True, "interrupted": True,
                                                    "output": TOOL_INTERRUPTED}, agent_name))
@@ -161,8 +169,9 @@ def apply_repair(log_, agent_name, turn_id, actions):
     return log_.append(items)
 
 
-def repair(store, record, dry_run=False, force=False, publish=None):
-    """The append-only transcript repair, as POST .../repair and boot run it."""
+def repair(store, record, dry_run=False, force=False, publish=None, checkpoints=None):
+    """The append-only transcript repair, as POST .../repair and boot run it. checkpoints: the Checkpointer
+    (session.turns.checkpoints), which takes the end checkpoint of the interrupted turn; None: none."""
     if record.state != SessionState.STOPPED:
         raise CompozyError("session_not_stopped", "repair runs on stopped sessions; stop it first")
     if record.stop_reason not in REPAIRABLE_REASONS and not force:
@@ -170,11 +179,12 @@ def repair(store, record, dry_run=False, force=False, publish=None):
                            "agent_crashed or error; pass force to repair anyway")
     log_ = store.events(record)
     turn_id, turn_events = last_turn_events(log_)
-    actions = plan_repair(turn_id, turn_events)
+    actions = plan_repair(turn_id, turn_events, checkpoints is not None and checkpoints.enabled)
     result = {"session_id": record.id, "dry_run": dry_run, "turn_id": turn_id, "actions": actions,
               "issues": [] if actions else ["no_repairable_turn"], "applied": False}
     if actions and not dry_run:
-        records = apply_repair(log_, record.agent_name, turn_id, actions)
+        records = apply_repair(log_, record.agent_name, turn_id, actions,
+                               lambda: checkpoints.after_crash(record, log_, turn_id))
         result["applied"] = True
         result["appended_sequences"] = [r["sequence"] for r in records]
         if publish:
@@ -182,13 +192,13 @@ def repair(store, record, dry_run=False, force=False, publish=None):
     return result
 
 
-def repair_at_boot(store):
+def repair_at_boot(store, checkpoints=None):
     repaired = []
     for record in store.in_states((SessionState.STOPPED,), MAYBE_REPAIRABLE):
         if record.stop_reason not in REPAIRABLE_REASONS:
             continue
         try:
-            if repair(store, record)["applied"]:
+            if repair(store, record, checkpoints=checkpoints)["applied"]:
                 repaired.append(record.id)
         except Exception:  # noqa: BLE001 (one unreadable store must not stop the boot)
             log.exception("transcript repair of %s failed", record.id)

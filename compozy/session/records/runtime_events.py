@@ -65,6 +65,10 @@ class RuntimeEvents:
         self._heard_from_agent()
         self.requests.write(self.session, path, reply)
 
+    def question(self, runtime, ask, reply):
+        self._heard_from_agent()
+        self.requests.question(self.session, ask, reply)
+
     def _heard_from_agent(self):
         turn = self.session.turn
         if turn is not None:

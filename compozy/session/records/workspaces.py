@@ -5,6 +5,7 @@ daemon's home (the catalog, other sessions' transcripts, config.toml), nor, for 
 the main home that holds every profile, nor be a system folder.
 """
 
+import logging
 import os
 import re
 
@@ -12,6 +13,7 @@ from compozy import validate as v
 from compozy.errors import CompozyError, invalid
 from compozy.ids import is_valid_id, new_id
 
+log = logging.getLogger("compozy.workspaces")
 NAME = re.compile(v.WORKSPACE_NAME_PATTERN)
 SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
 DEFAULT_HOME = os.path.join(os.path.expanduser("~"), ".compozy")
@@ -120,6 +122,25 @@ class Workspaces:
             if existing:
                 return existing
             raise
+
+    def recover(self):
+        """Register again, under their own IDs, the workspaces the catalog lost while their sessions remain
+        (compozy.db rebuilt from the session folders at boot): at the shortest folder its sessions work in,
+        named after it. A workspace whose folder is gone, or no longer a usable one, stays unregistered (its
+        sessions are still listed). The IDs registered again."""
+        recovered = []
+        for workspace_id, folders in sorted(self.catalog.lost_workspaces().items()):
+            for folder in sorted(folders, key=len)[:1]:
+                try:
+                    real = check_directory(folder, self.protected)
+                    if self._lookup("path", real) is None:
+                        self._remember(self.catalog.add_workspace(workspace_id, self._free_name(real), real))
+                        recovered.append(workspace_id)
+                except CompozyError as error:
+                    log.warning("workspace %s at %s is not registered again: %s", workspace_id, folder, error.message)
+        if recovered:
+            log.warning("registered again %d workspaces the catalog had lost: %s", len(recovered), recovered)
+        return recovered
 
     def _free_name(self, real):
         base = re.sub(r"[^A-Za-z0-9_.-]", "-", os.path.basename(real) or "root").lstrip("-._")[:56] or "workspace"

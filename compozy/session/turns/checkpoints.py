@@ -26,8 +26,9 @@ LISTED_SKIPS = 20
 
 
 class Job:
-    def __init__(self, session, kind, turn_id):
+    def __init__(self, session, kind, turn_id, work=None):
         self.session, self.kind, self.turn_id = session, kind, turn_id
+        self.work = work  # instead of recording: what to run on the worker (its answer is the job's event)
         self.done = threading.Event()
         self.event = None  # the committed checkpoint event's content
 
@@ -76,6 +77,17 @@ class Checkpointer:
         job.done.wait()
         return job.event
 
+    def after_crash(self, record, log_, turn_id):
+        """The end checkpoint of a turn the daemon died in, taken when the transcript is repaired (at the next
+        boot, or by `session repair`): the folder as it is then, described but not recorded (the repair
+        appends it before the turn's terminal error). None when checkpoints are off."""
+        if not self.enabled:
+            return None
+        job = Job(None, "end", turn_id, work=lambda: {**self.capture_record(record, log_, "end"), "repaired": True})
+        self._enqueue(record.workspace_id, job)
+        job.done.wait()
+        return job.event
+
     def settle(self, workspace_id, within=None):
         """Wait until the workspace's queued checkpoints are taken (a diff asked right after `done`)."""
         worker = self._workers.get(workspace_id)
@@ -88,7 +100,10 @@ class Checkpointer:
 
     def submit(self, session, kind, turn_id):
         job = Job(session, kind, turn_id)
-        workspace_id = session.record.workspace_id
+        self._enqueue(session.record.workspace_id, job)
+        return job
+
+    def _enqueue(self, workspace_id, job):
         with self._lock:
             worker = self._workers.get(workspace_id)
             if worker is None:
@@ -96,7 +111,6 @@ class Checkpointer:
                 thread = self.services.threads.start(f"checkpoints-{workspace_id}", self._serve, workspace_id, jobs)
                 worker = self._workers[workspace_id] = (jobs, thread)
             worker[0].put(job)
-        return job
 
     def _serve(self, workspace_id, jobs):
         while True:
@@ -111,10 +125,12 @@ class Checkpointer:
             if job is None:
                 return
             try:
-                if job.session is not None:
+                if job.work is not None:
+                    job.event = job.work()
+                elif job.session is not None:
                     job.event = self._record(job.session, job.kind, job.turn_id)
             except Exception:  # noqa: BLE001 (a checkpoint never breaks anything else)
-                log.exception("checkpoint of session %s failed", job.session.id)
+                log.exception("checkpoint of session %s failed", job.session.id if job.session else job.turn_id)
             finally:
                 job.done.set()
 
@@ -125,29 +141,33 @@ class Checkpointer:
 
     def capture(self, session, kind):
         """Take the checkpoint and describe it (without recording it)."""
-        config, record, started = self.services.config, session.record, self.services.clock.monotonic()
+        return self.capture_record(session.record, session.log, kind)
+
+    def capture_record(self, record, log_, kind):
+        """capture, for a session's record and event log (a repair has no live session)."""
+        config, started = self.services.config, self.services.clock.monotonic()
         try:
             repo = self.repo(record)
-            snapshot = repo.snapshot(self.last_tree(session), config["checkpoints.max_file_bytes"],
+            snapshot = repo.snapshot(self._last_tree(record.id, log_), config["checkpoints.max_file_bytes"],
                                      config["checkpoints.max_files"])
             checkpoint_id = new_id("ckpt")
-            repo.keep(session.id, checkpoint_id, snapshot.tree)
+            repo.keep(record.id, checkpoint_id, snapshot.tree)
         except (ShadowError, OSError) as error:
             error = error if isinstance(error, ShadowError) else ShadowError("git_failed", str(error))
-            log.warning("session %s: no %s checkpoint: %s", session.id, kind, error.message)
+            log.warning("session %s: no %s checkpoint: %s", record.id, kind, error.message)
             return {"checkpoint_id": None, "kind": kind, "status": "failed", "reason": error.reason,
                     "message": error.message}
-        self._last[session.id] = snapshot.tree
+        self._last[record.id] = snapshot.tree
         return {"checkpoint_id": checkpoint_id, "kind": kind, "status": "taken", "tree": snapshot.tree,
                 "files_changed": snapshot.changed, "files": snapshot.changes,
                 "files_truncated": snapshot.changed > LISTED_CHANGES, "bytes": snapshot.bytes,
                 "skipped": snapshot.skipped[:LISTED_SKIPS], "skipped_count": len(snapshot.skipped),
                 "duration_ms": round((self.services.clock.monotonic() - started) * 1000, 1)}
 
-    def last_tree(self, session):
-        tree = self._last.get(session.id)
+    def _last_tree(self, session_id, log_):
+        tree = self._last.get(session_id)
         if tree is None:
-            taken = [e for e in session.log.read_all(types=["checkpoint"]) if e["content"].get("tree")]
+            taken = [e for e in log_.read_all(types=["checkpoint"]) if e["content"].get("tree")]
             tree = taken[-1]["content"]["tree"] if taken else None
         return tree
 

@@ -9,34 +9,20 @@ from datetime import datetime, timezone
 
 from compozy.clock import iso_from_epoch
 from compozy.errors import invalid
+from compozy.store.ledger import usage_columns
 
 TOKEN_NAMES = ("input", "output", "thought", "cached_read", "cached_write", "total")
-TOKEN_COLUMNS = {"inputTokens": "input_tokens", "outputTokens": "output_tokens", "thoughtTokens": "thought_tokens",
-                 "cachedReadTokens": "cached_read_tokens", "cachedWriteTokens": "cached_write_tokens",
-                 "totalTokens": "total_tokens"}
 
 
 def ledger_row(record, turn, end, usage, ended_at, duration_ms):
-    """The usage ledger's row for a finished turn (compozy.store.ledger): who served it, its tokens by kind
-    (the total, when the agent gave none, is input + output + thought), its own cost, the context at its end."""
-    usage = usage or {}
+    """The usage ledger's row for a finished turn (compozy.store.ledger): who served it, its tokens by kind,
+    its own cost, the context at its end (usage_columns)."""
     served = record.runtime.effective or record.runtime.last_known or {}
-    row = {"turn_id": turn.id, "session_id": record.id, "workspace_id": record.workspace_id,
-           "agent": record.agent_name, "provider": served.get("provider"), "model": served.get("model"),
-           "started_at": turn.began_at, "ended_at": ended_at, "day": ended_at[:10], "end": end,
-           "duration_ms": duration_ms, "budget_override": getattr(turn, "budget_override", None)}
-    tokens = usage.get("tokens") or {}
-    for name, column in TOKEN_COLUMNS.items():
-        row[column] = int(tokens.get(name, 0))
-    if not tokens.get("totalTokens"):
-        row["total_tokens"] = row["input_tokens"] + row["output_tokens"] + row["thought_tokens"]
-    share = usage.get("turn_cost")
-    if share:
-        row["cost_amount"], row["cost_currency"] = share["amount"], share["currency"]
-    context = usage.get("context")
-    if context:
-        row["context_used"], row["context_size"] = context["used"], context["size"]
-    return row
+    return {"turn_id": turn.id, "session_id": record.id, "workspace_id": record.workspace_id,
+            "agent": record.agent_name, "provider": served.get("provider"), "model": served.get("model"),
+            "started_at": turn.began_at, "ended_at": ended_at, "day": ended_at[:10], "end": end,
+            "duration_ms": duration_ms, "budget_override": getattr(turn, "budget_override", None),
+            **usage_columns(usage)}
 
 
 RELATIVE = {"d": 86400, "h": 3600, "m": 60}

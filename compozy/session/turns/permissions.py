@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 
 from compozy.clock import iso_from_epoch
-from compozy.errors import CompozyError
+from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id
 from compozy.session.records.control import settle_interaction
 from compozy.session.records.governed import permission_mode
@@ -44,7 +44,7 @@ class PendingRequest:
     request_id: str
     reply: object  # answer(option) answers the agent with that option, or cancelled for None (compozy.acp.requests)
     turn_id: str | None
-    kind: str  # "permission", "fs_write" or "tool_call"
+    kind: str  # "permission", "fs_write", "tool_call" or "question"
     created: float  # on the services' monotonic clock
     options: tuple  # what may answer it, in the offered order
     held_since: str | None = None  # when a person was first asked (wall time, as reads write it)
@@ -110,6 +110,15 @@ class AgentRequests:
         self._hold(session, pending, {"tool_call_id": None, "title": f"Write {path}", "action": "edit",
                                       "resource": path, "options": list(DAEMON_OPTIONS)})
 
+    def question(self, session, ask, reply):
+        """A question from the agent (ACP form elicitation): always held for a person, whatever the mode (no
+        policy answers for them), as a pending request whose options are the form's choices and decline."""
+        pending = PendingRequest(new_id("perm"), reply, session.current_turn_id(), "question",
+                                 self.services.clock.monotonic(), tuple(ask.options))
+        self._hold(session, pending, {"tool_call_id": None, "title": ask.message, "action": "question",
+                                      "resource": None, "options": list(ask.options),
+                                      "question": {"message": ask.message, "schema": ask.schema}})
+
     def tool_call(self, session, title, target, changes, wanted=None):
         """The decision on a native tool call of this session (blocking while a person decides). A held call
         is cancelled when the daemon shuts down or `wanted()` turns false (its caller's binding ended)."""
@@ -156,14 +165,17 @@ class AgentRequests:
                                                           status=InteractionState.PENDING.value, payload=details))
         session.append_event("permission", {"request_id": pending.request_id, **details}, pending.turn_id)
 
-    def approve(self, session, request_id, option_id=None, decision=None):
+    def approve(self, session, request_id, option_id=None, decision=None, content=None):
         """A person's answer to a held request, by option ID or by decision: the option chosen. Refused
-        (and the request left pending) when it names no offered option."""
+        (and the request left pending) when it names no offered option. content: a question's answer, the
+        form's fields (its `accept` option), kept with the option."""
         with session.lock:
             pending = session.permissions.get(request_id)
         if pending is None:
             raise CompozyError("permission_request_not_found", f"no pending request {request_id}")
         option = chosen(pending.options, option_id, decision)
+        if pending.kind == "question" or content is not None:
+            option = answered(pending, option, content)
         if not self.decide(session, request_id, option, "user"):
             raise CompozyError("permission_request_not_found", f"no pending request {request_id}")
         return option
@@ -194,6 +206,33 @@ class AgentRequests:
         for request_id, pending in list(session.permissions.items()):
             if now - pending.created >= timeout:
                 self.decide(session, request_id, first_of_kinds(pending.options, REJECTING), "timeout")
+
+
+ANSWER_TYPES = {"string": (str,), "number": (int, float), "integer": (int,), "boolean": (bool,)}
+
+
+def answered(pending, option, content):
+    """The option a question is answered with, carrying the form's content: required for its `accept` option
+    (and only there), each field given of the type the form asks, every required one given."""
+    if pending.kind != "question":
+        raise invalid("content answers a question (an agent's form), not a permission request", field="content")
+    needs = option["option_id"] == "accept" and option.get("kind") == "accept"
+    if needs != (content is not None):
+        raise invalid("this question's accept option takes content: the form's fields" if needs else
+                      f"option {option['option_id']!r} answers the question by itself; content is not taken",
+                      field="content")
+    if content is None:
+        return option
+    schema = pending.reply.schema if hasattr(pending.reply, "schema") else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    missing = [name for name in schema.get("required") or [] if name not in content]
+    wrong = [name for name, value in content.items() if name not in properties or not isinstance(
+        value, ANSWER_TYPES.get((properties[name] or {}).get("type"), (str, int, float, bool)))
+        or (isinstance(value, bool) and (properties[name] or {}).get("type") in ("number", "integer"))]
+    if missing or wrong:
+        raise invalid(f"the answer does not fit the form: missing {missing}, not of the form {wrong}",
+                      field="content", missing=missing, unexpected=wrong)
+    return {**option, "content": dict(content)}
 
 
 class ToolCallReply:

@@ -225,6 +225,9 @@ class TitleListener:
     def write(self, runtime, path, reply):
         reply.answer(PermissionDecision.REJECT_ONCE.value)
 
+    def question(self, runtime, ask, reply):
+        reply.answer(None)  # a title pass asks nobody: cancelled
+
     def workspace_root(self):
         return None
 

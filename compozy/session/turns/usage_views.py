@@ -4,8 +4,10 @@ Layer 4 (a SessionManager mixin, like compozy.session.records.reading).
 """
 
 from compozy.session.turns.ledger import grouped, moment, total_of, turn_document
+from compozy.store.ledger import GROUPS
 
-MAX_LINEAGE = 64  # sources followed back from a continued or forked session
+MAX_LINEAGE = 64
+NULLABLE = ("provider", "model")  # ledger columns a group's key reads as '' when they are NULL  # sources followed back from a continued or forked session
 
 
 class UsageViews:
@@ -21,10 +23,20 @@ class UsageViews:
         if query.get("agent") is not None:
             where.append("agent = ?")
             params.append(query["agent"])
-        rows = self.catalog.ledger.sums(query.get("group_by"), since, until, " AND ".join(where), params)
-        groups, total = grouped(rows) if query.get("group_by") else None, total_of(rows)
-        return {"usage": {"group_by": query.get("group_by"), "since": since, "until": until,
-                          "groups": groups, "total": total}}
+        ledger, group, condition = self.catalog.ledger, query.get("group_by"), " AND ".join(where)
+        if group and query.get("limit"):  # the biggest groups only: chosen in SQL, then summed alone
+            keys, count = ledger.biggest(group, query["limit"], since, until, condition, params)
+            column = GROUPS[group] if group not in NULLABLE else f"COALESCE({GROUPS[group]}, '')"
+            rows = ledger.sums(group, since, until, f"{condition} AND {column} IN ({', '.join('?' * len(keys)) or 'NULL'})",
+                               [*params, *keys])
+            found = {document["key"]: document for document in grouped(rows)}
+            total = total_of(ledger.sums(None, since, until, condition, params))
+            return {"usage": {"group_by": group, "since": since, "until": until,
+                              "groups": [found[key] for key in keys if key in found], "groups_count": count,
+                              "total": total}}
+        rows = ledger.sums(group, since, until, condition, params)
+        return {"usage": {"group_by": group, "since": since, "until": until,
+                          "groups": grouped(rows) if group else None, "total": total_of(rows)}}
 
     def session_usage(self, session_id, workspace, query=None):
         """A session's turns in the ledger and their sums; lineage=true adds the sessions it was continued
