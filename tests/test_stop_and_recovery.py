@@ -458,9 +458,11 @@ def test_daemon_kill_keeps_earlier_events_byte_identical(home, workspace, starte
         appended = [dict(zip(columns, row)) for row in after[len(before):]]
         sequences = [dict(zip(columns, row))["sequence"] for row in after]
         assert sequences == list(range(1, len(after) + 1)), "sequences stay dense and in order"
-        assert [row["type"] for row in appended] == ["tool_result", "error"], appended
+        assert [row["type"] for row in appended] == ["tool_result", "checkpoint", "error"], appended
         assert all(row["turn_id"] == second for row in appended)
-        tool_result, error = (json.loads(row["content"]) for row in appended)
+        # the repair takes the turn's end checkpoint before it ends the turn
+        tool_result, checkpoint, error = (json.loads(row["content"]) for row in appended)
+        assert checkpoint["repaired"] is True
         assert tool_result["interrupted"] is True
         assert error["repaired"] is True
 
