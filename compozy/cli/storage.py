@@ -24,7 +24,7 @@ def size(count):
 @output_option()
 @click.pass_obj
 def storage(obj, limit, retention, dry_run, output):
-    """Bytes on disk by kind, workspace and session, the growth of the last 7 days and the disk budget.
+    """Bytes on disk by kind, workspace (its checkpoint repository too) and session, the growth of the last 7 days and the disk budget.
 
     \b
     Example:
@@ -48,6 +48,8 @@ def _report(document):
                                                        if report["max_bytes"] else ""),
              f"growth {size(growth['bytes'])} since {growth['since']}", ""]
     lines.append(table([[kind, size(count)] for kind, count in report["kinds"].items()], ["KIND", "BYTES"], ""))
+    lines += ["", table([[w["workspace_id"], size(w["bytes"]), f"checkpoints {size(w['checkpoints'])}"]
+                         for w in report["workspaces"]], ["WORKSPACE", "BYTES", ""], "no workspaces")]
     lines += ["", table([[s["session_id"], size(s["bytes"]), "archived" if s["archived"] else ""]
                          for s in report["sessions"]], ["SESSION", "BYTES", ""], "no sessions")]
     if report["attention"]:
