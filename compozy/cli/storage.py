@@ -1,12 +1,11 @@
 """`compozy storage`: what the home takes on disk; `--retention` carries out the [retention] policy.
 
-Layer 6 (surface).
+Layer 6 (surface). Generated from the table (compozy/cli/generated.py): storage.get, and storage.retention
+through its selector --retention (`--dry-run` goes with it); their words are here.
 """
 
-import click
-
-from compozy.cli.main import cli
-from compozy.cli.output import emit, output_option, table
+from compozy.cli.generated import PRESENTATION, Presentation
+from compozy.cli.output import table
 
 
 def size(count):
@@ -14,31 +13,6 @@ def size(count):
         if abs(count) < 1024 or unit == "GiB":
             return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
         count /= 1024
-
-
-@cli.command("storage")
-@click.option("--limit", type=click.IntRange(1, 10000), help="sessions listed, largest first (default 50)")
-@click.option("--retention", is_flag=True, help="carry out the [retention] policy now (compact and delete archived "
-              "sessions past their days, rotate logs, remove old crash bundles)")
-@click.option("--dry-run", "dry_run", is_flag=True, help="with --retention: list what the policy would do, change nothing")
-@output_option()
-@click.pass_obj
-def storage(obj, limit, retention, dry_run, output):
-    """Bytes on disk by kind, workspace (its checkpoint repository too) and session, the growth of the last 7 days and the disk budget.
-
-    \b
-    Example:
-      compozy storage
-      compozy storage --retention --dry-run
-      compozy storage -o json | jq .storage.kinds
-    """
-    if dry_run and not retention:
-        raise click.UsageError("--dry-run goes with --retention")
-    if retention:
-        document = obj.call("storage.retention", dry_run=dry_run or None)
-        emit(document, output, _retention)
-        return
-    emit(obj.call("storage.get", limit=limit), output, _report)
 
 
 def _report(document):
@@ -65,3 +39,17 @@ def _retention(document):
     lines += [f"{verb} rotate the daemon's log"] if plan["logs"]["rotate"] else []
     lines += [f"{verb} remove {item['path']}" for item in plan["logs"]["remove"] + plan["crash_bundles"]]
     return "\n".join(lines) or "nothing to do: the policy has no work now"
+
+
+PRESENTATION.update({
+    "storage.get": Presentation(
+        "Bytes on disk by kind, workspace (its checkpoint repository too) and session, the growth of the last 7 "
+        "days\nand the disk budget.",
+        "compozy storage\ncompozy storage --retention --dry-run\ncompozy storage -o json | jq .storage.kinds",
+        _report, {"limit": "sessions listed, largest first (default 50)"}),
+    "storage.retention": Presentation(
+        text=_retention,
+        options={"--retention": "carry out the [retention] policy now (compact and delete archived sessions past "
+                                "their days, rotate logs, remove old crash bundles)",
+                 "dry_run": "with --retention: list what the policy would do, change nothing"}),
+})
