@@ -2,14 +2,15 @@
 
 Layer 6 (surface). Every operation with a `Cli` entry has a command. Where a command is more than one
 call or does work of its own (attach, follow, several IDs, a confirmation, daemon start, a prompt's
-progress, files written by export) it is written by hand in the modules beside this one, on top of the
+progress, a read before the call) it is written by hand in the modules beside this one, on top of the
 same table; every other command is generated here, once the hand-written ones are registered: its
 positional arguments and flags from the entry, typed by the operation's field specs (a boolean is a bare
 flag, an integer keeps its bounds, a choice its values, a required field is required), its help from
 the entry (the summary, or the words in PRESENTATION) with an example, `-o json` always, and its text
-output from PRESENTATION (else the JSON document). Operations sharing a command path make one command
-that calls the one the given flags name (its Cli.selector flag, else the one with the fewest fields
-taking every flag given). A new operation needs no CLI code.
+output from PRESENTATION (else the JSON document; a file an operation answers is written to -o).
+Operations sharing a command path make one command that calls the one the given flags name (its
+Cli.selector flag, else the one with the fewest fields taking every flag given). A new operation needs
+no CLI code.
 """
 
 import sys
