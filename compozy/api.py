@@ -40,6 +40,7 @@ class Cli:
     command: str                    # the click command path, e.g. "session events"
     arguments: tuple = ()           # fields given positionally, in order
     flags: tuple = ()               # (field, "--flag") pairs; a boolean field is a bare flag
+    selector: str = ""              # where operations share a command: the bare flag that picks this one
 
 
 @dataclass(frozen=True)
@@ -363,7 +364,7 @@ OPERATIONS: tuple[Operation, ...] = (
                                                                     "archive", "rewound", "limit", "cursor"))),
     Operation("POST", "/api/search/reindex", "search.reindex", "reindex_search",
               "Drop the search index and build it again from every session's events (in the background)",
-              (Success(202, "SearchIndexAnswer"),), cli=Cli("search")),
+              (Success(202, "SearchIndexAnswer"),), cli=Cli("search", selector="--reindex")),
     Operation("GET", "/api/storage", "storage.get", "storage",
               "Bytes on disk by kind (events, WAL, checkpoints, crash bundles, logs, the search index), workspace and "
               "session (largest first), the growth of the last 7 days and the disk budget (storage.max_bytes)",
@@ -373,7 +374,7 @@ OPERATIONS: tuple[Operation, ...] = (
               "Carry out the [retention] policy now: compact and delete archived sessions past their days, rotate "
               "logs, remove old crash bundles; dry_run lists what it would do and changes nothing",
               (Success(200, "RetentionAnswer"),), ("invalid_request",), body=v.RETENTION_FIELDS,
-              cli=Cli("storage", flags=_flags("dry_run"))),
+              cli=Cli("storage", flags=_flags("dry_run"), selector="--retention")),
     Operation("GET", "/api/export", "export.archive", "export_archive",
               "Many sessions as one zip archive, one file each in the format asked, and sessions.json: a whole "
               "workspace, or a lineage (a session with its children, continues and forks, however deep)",

@@ -33,7 +33,8 @@ from compozy.session.records.creation import create_session
 from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.governed import refuse_removal
 from compozy.session.records.listing import list_filters
-from compozy.session.records.live import LiveSession, Services
+from compozy.session.records.live import LiveSession
+from compozy.session.records.services import Services
 from compozy.session.records.reading import SessionReads, watched
 from compozy.session.records.record import SessionRecord
 from compozy.session.records.selection import clear_selection, set_selection

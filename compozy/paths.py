@@ -67,6 +67,11 @@ class Home:
         return self.root / "sessions"
 
     @property
+    def checkpoints_dir(self):
+        """The shadow repositories of file checkpoints, one folder per workspace (named by its ID)."""
+        return self.root / "checkpoints"
+
+    @property
     def logs_dir(self):
         return self.root / "logs"
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: a temporary COMPOZY_HOME, a workspace folder, a real daemon."""
+"""Shared fixtures: a temporary COMPOZY_HOME, a workspace folder, a real daemon, headless Chromium."""
 
 # noqa: F401 (pytest finds fixtures by name)
-from tests.harness.fixtures import api, daemon, home, no_illegal_transitions, port, served, workspace  # noqa: F401
+from tests.harness.fixtures import (api, chromium, daemon, home, no_illegal_transitions, port, served,  # noqa: F401
+                                    workspace)

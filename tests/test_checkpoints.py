@@ -9,6 +9,9 @@ import pytest
 from compozy.config import from_document
 from compozy.manager import SessionManager
 from compozy.paths import Home
+from tests.harness.api import run_turn
+from tests.harness.cli import run_cli
+from tests.test_tool_server import create
 
 DEADLINE = 30.0
 
@@ -156,3 +159,16 @@ def test_removing_a_session_drops_its_checkpoint_references(home, workspace):
         manager.shutdown()
     repository = next((home / "checkpoints").iterdir())
     assert _git(repository, "--git-dir", str(repository), "for-each-ref") == ""
+
+
+def test_the_cli_prints_a_turns_diff_line_by_line(home, daemon, workspace):
+    (workspace / "notes.txt").write_text("old line\nkept\n")
+    api = daemon.client(timeout=30)
+    session = create(api, workspace)
+    run_turn(api, session, "[put notes.txt new-line] go")
+    shown = run_cli(home, "--url", daemon.socket_url, "session", "diff", session["id"])
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "--- a/notes.txt" in lines and "+++ b/notes.txt" in lines
+    assert "-old line" in lines and "-kept" in lines and "+new-line" in lines
+    assert not any("\\n" in line for line in lines)  # real lines, not an escaped one-line string

@@ -48,6 +48,40 @@ def test_usage_errors_exit_2_with_the_usage_and_one_error_line(home, args):
     assert result.stderr.strip().splitlines()[-1].startswith("Error: invalid_request: ")
 
 
+@pytest.mark.parametrize("args,said", [
+    (("storage", "--dry-run"), "--dry-run goes with --retention"),
+    (("search",), "search needs Q, e.g. compozy search 'migration AND postgres'"),
+    (("search", "words", "--reindex"), "Q does not go with --reindex"),
+    (("session", "input", "edit", "sess_x", "queue_x", "new text", "--message-id", "m1"),
+     "--message-id and --idempotency-key go together"),
+    (("session", "input", "steer", "sess_x", "queue_x"), "Missing option '--expected-turn-id'."),
+    (("export", "-o", "all.zip"), "name --workspace or --lineage, one of the two"),
+], ids=["dry-run-alone", "search-without-query", "reindex-with-query", "identity-half", "steer-without-turn",
+        "export-of-nothing"])
+def test_generated_commands_refuse_what_their_operations_refuse_before_any_call(home, args, said):
+    result = run_cli(home, *args)  # no daemon runs: the refusal comes before any request
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines()[-1] == f"Error: invalid_request: {said}"
+
+
+def test_generated_commands_pick_their_operation_and_send_what_they_state(daemon, workspace, tmp_path):
+    home = daemon.home
+    sid = new_session(home, workspace)
+    session = cli_json(home, "session", "get", sid)["session"]
+    assert cli_json(home, "session", "get", sid, "--workspace", session["workspace_id"])["session"]["id"] == sid
+    (tmp_path / "other").mkdir()
+    added = run_cli(home, "workspace", "add", "other", "other", cwd=tmp_path)  # a relative PATH, made absolute
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.split()[2] == str(tmp_path / "other")
+    elsewhere = run_cli(home, "session", "get", sid, "--workspace", "other")  # the scoped read: not found there
+    assert elsewhere.returncode == 1 and elsewhere.stderr.startswith("Error: session_not_found: ")
+    assert cli_json(home, "session", "attention", sid)["attention"]["turn_finished"] is True  # the stated default
+    assert cli_json(home, "session", "attention", sid, "--no-turn-finished")["attention"]["turn_finished"] is False
+    written = run_cli(home, "session", "export", sid, "-o", str(tmp_path / "s.md"))
+    assert written.returncode == 0 and (tmp_path / "s.md").read_text().startswith("#")
+    assert cli_json(home, "usage")["usage"]["group_by"] == "agent"
+
+
 def test_daemon_unavailable_names_the_command_that_fixes_it(home):
     result = run_cli(home, "session", "list")
     assert result.returncode == 1

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from compozy.store.compaction import tree_bytes
 from tests.harness.api import events, run_turn, spath, wait_for
 from tests.harness.cli import run_cli
 from tests.harness.daemon import DaemonProcess
@@ -90,10 +91,37 @@ def test_the_storage_report_by_kind_workspace_and_session(home, daemon, workspac
     assert report["kinds"]["events"] > 0 and report["kinds"]["catalog"] > 0 and report["kinds"]["logs"] > 0
     assert report["total_bytes"] == sum(report["kinds"].values())
     assert [s["session_id"] for s in report["sessions"]] == [session["id"]]
-    assert report["workspaces"] == [{"workspace_id": session["workspace_id"], "bytes": report["sessions"][0]["bytes"]}]
+    repository = tree_bytes(home / "checkpoints" / session["workspace_id"])
+    assert report["workspaces"] == [{"workspace_id": session["workspace_id"], "checkpoints": repository,
+                                     "bytes": report["sessions"][0]["bytes"] + repository}]
     assert report["growth"]["days"] == 7 and report["attention"] is None
     shown = run_cli(home, "--url", daemon.socket_url, "storage")
     assert shown.returncode == 0 and session["id"] in shown.stdout and "growth" in shown.stdout
+
+
+def test_the_checkpoint_repositories_count_by_kind_and_workspace_and_stay_after_their_sessions(home, daemon,
+                                                                                            workspace):
+    api = daemon.client(timeout=30)
+    session = create(api, workspace)
+    before = api.call("GET", "/api/storage")[1]["storage"]
+    before_repository = tree_bytes(home / "checkpoints")
+    run_turn(api, session, "[blob big.bin 512] a file the turn made")  # 512 KiB the shadow repository stores
+    report = api.call("GET", "/api/storage")[1]["storage"]
+    repository = tree_bytes(home / "checkpoints" / session["workspace_id"])
+    assert repository > 0 and report["kinds"]["checkpoints"] == tree_bytes(home / "checkpoints")
+    assert report["kinds"]["checkpoints"] - before["kinds"]["checkpoints"] >= repository - before_repository
+    assert report["total_bytes"] == sum(report["kinds"].values())
+    row, = report["workspaces"]
+    assert row["checkpoints"] == repository and row["bytes"] == report["sessions"][0]["bytes"] + repository
+    shown = run_cli(home, "--url", daemon.socket_url, "storage")
+    assert shown.returncode == 0 and session["workspace_id"] in shown.stdout and "checkpoints" in shown.stdout
+
+    api.call("POST", spath(session, "stop"), {"wait": True})
+    api.call("DELETE", spath(session))
+    after = api.call("GET", "/api/storage")[1]["storage"]
+    left = tree_bytes(home / "checkpoints" / session["workspace_id"])  # its objects stay until `compozy gc`
+    assert after["sessions"] == [] and left > 0 and after["kinds"]["checkpoints"] == left
+    assert after["workspaces"] == [{"workspace_id": session["workspace_id"], "bytes": left, "checkpoints": left}]
 
 
 def test_a_disk_budget_at_90_percent_raises_attention_and_an_inbox_item_and_deletes_nothing(home, workspace):

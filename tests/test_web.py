@@ -11,15 +11,9 @@ import re
 import sys
 from urllib.parse import urlsplit
 
-import pytest
-
 from compozy.cli.client import Client
 from compozy.paths import UnixConnection
-from tests.harness import browser
-from tests.harness.web import REFERENCE, WAIT_MS, web_page
-
-BROWSER_MISSING = browser.unavailable()
-needs_browser = pytest.mark.skipif(BROWSER_MISSING is not None, reason=str(BROWSER_MISSING))
+from tests.harness.web import REFERENCE, needs_browser, web_fixture
 
 
 def fetch(url, path, headers=None):
@@ -67,25 +61,12 @@ def test_the_page_is_refused_to_a_foreign_host_and_stays_out_of_the_api_descript
 
 # -- in the browser --------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def chromium():
-    from playwright.sync_api import expect, sync_playwright
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as playwright:
-        instance = browser.launch(playwright)
-        yield instance
-        instance.close()
-
-
 LOCKED = f"{REFERENCE}env = {{COMPOZY_REFERENCE_REQUIRE_AUTH = \"1\", COMPOZY_REFERENCE_AUTH_REFUSE = \"1\"}}\n"
 WEB_CONFIG = f'[permissions]\nmode = "approve-reads"\n\n[providers.locked]\n{LOCKED}\n[agents.locked]\nprovider = "locked"\n'
 
 
-@pytest.fixture
-def web(home, workspace, chromium):
-    """A daemon that asks before writes (and knows an agent that needs a login), a browser page, and helpers."""
-    with web_page(chromium, home, workspace, WEB_CONFIG) as page:
-        yield page
+# A daemon that asks before writes (and knows an agent that needs a login), a desktop page, and helpers.
+web = web_fixture(WEB_CONFIG, ("desktop",))
 
 
 @needs_browser

@@ -3,10 +3,7 @@ phone's width: a failure as a card in the transcript (which agent, its own reaso
 with the alert never pushing the composer off screen, the side panel's failure, an agent starting, a prompt
 without output yet, the agent's commands and its session modes as a runtime choice."""
 
-import pytest
-
-from tests.harness.web import REFERENCE, VIEWPORTS, web_page
-from tests.test_web import chromium, needs_browser  # noqa: F401 (the module's browser fixture)
+from tests.harness.web import REFERENCE, needs_browser, web_fixture
 
 CONFIG = ('[session.supervision]\nfirst_output_after = "1s"\n\n'
           f'[providers.failing]\n{REFERENCE}'
@@ -18,10 +15,7 @@ CONFIG = ('[session.supervision]\nfirst_output_after = "1s"\n\n'
           'COMPOZY_REFERENCE_MODES = "1"}\n[agents.modal]\nprovider = "modal"\n')
 
 
-@pytest.fixture(params=sorted(VIEWPORTS))
-def web(request, home, workspace, chromium):  # noqa: F811 (the fixture imported above)
-    with web_page(chromium, home, workspace, CONFIG, request.param) as page:
-        yield page
+web = web_fixture(CONFIG)
 
 
 def open_session(web, agent):

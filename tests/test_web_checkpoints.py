@@ -1,7 +1,10 @@
 """The page's file checkpoints in headless Chromium: "Files changed (N)" under a turn, its diff, and the rewind
 dialog's "also restore files" with the dry run's list, against the real daemon and the reference agent."""
 
-from tests.test_web import chromium, needs_browser, web  # noqa: F401 (fixtures by name)
+from tests.harness.web import needs_browser, web_fixture
+from tests.test_web import WEB_CONFIG
+
+web = web_fixture(WEB_CONFIG, ("desktop",))
 
 
 @needs_browser

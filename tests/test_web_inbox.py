@@ -4,30 +4,11 @@ session's usage totals in its side panel and the 30-day chart by agent."""
 
 from datetime import datetime, timedelta, timezone
 
-import pytest
+from tests.harness.web import needs_browser, web_fixture
 
-from tests.harness import browser
-from tests.harness.web import WAIT_MS, web_page
-
-BROWSER_MISSING = browser.unavailable()
-needs_browser = pytest.mark.skipif(BROWSER_MISSING is not None, reason=str(BROWSER_MISSING))
 HELD = "[permission edit no/reject_once/Deny | yes/allow_once/Allow] {}"
 
-
-@pytest.fixture(scope="module")
-def chromium():
-    from playwright.sync_api import expect, sync_playwright
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as playwright:
-        instance = browser.launch(playwright)
-        yield instance
-        instance.close()
-
-
-@pytest.fixture(params=["desktop", "phone"])
-def web(home, workspace, chromium, request):
-    with web_page(chromium, home, workspace, '[permissions]\nmode = "approve-reads"\n', request.param) as page:
-        yield page
+web = web_fixture('[permissions]\nmode = "approve-reads"\n')
 
 
 @needs_browser

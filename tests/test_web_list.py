@@ -5,19 +5,13 @@ workspace and the page's profile."""
 
 import re
 
-import pytest
-
 from tests.harness.daemon import DaemonProcess
-from tests.harness.web import VIEWPORTS, web_page
-from tests.test_web import chromium, needs_browser  # noqa: F401 (the module's browser fixture)
+from tests.harness.web import needs_browser, web_fixture, web_page
 
 CONFIG = '[agents.coder]\nprovider = "reference"\nmodel = "echo-large"\n'
 
 
-@pytest.fixture(params=sorted(VIEWPORTS))
-def web(request, home, workspace, chromium):  # noqa: F811 (the fixture imported above)
-    with web_page(chromium, home, workspace, CONFIG, request.param) as page:
-        yield page
+web = web_fixture(CONFIG)
 
 
 @needs_browser
@@ -125,7 +119,7 @@ def test_bulk_stop_archive_and_remove_report_each_session(web, tmp_path):
 
 
 @needs_browser
-def test_bulk_actions_reach_the_pages_profile(home, workspace, chromium):  # noqa: F811
+def test_bulk_actions_reach_the_pages_profile(home, workspace, chromium):
     from playwright.sync_api import expect
     profile = DaemonProcess(home / "profiles" / "work").start()
     try:

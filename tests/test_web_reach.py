@@ -3,16 +3,10 @@ session's view scrolls sideways, and every action (the session's, a message's, t
 queue's, the runtime form's) can be scrolled to, lies wholly on screen, looks usable without hovering it and takes
 a click."""
 
-import pytest
-
-from tests.harness.web import VIEWPORTS, web_page
-from tests.test_web import chromium, needs_browser  # noqa: F401 (the module's browser fixture)
+from tests.harness.web import needs_browser, web_fixture
 
 
-@pytest.fixture(params=sorted(VIEWPORTS))
-def web(request, home, workspace, chromium):  # noqa: F811 (the fixture imported above)
-    with web_page(chromium, home, workspace, viewport=request.param) as page:
-        yield page
+web = web_fixture()
 
 
 @needs_browser

@@ -4,7 +4,10 @@ opens its session scrolled to the message found, in real headless Chromium again
 import re
 
 from tests.harness.api import events, wait_for
-from tests.test_web import chromium, needs_browser, web  # noqa: F401 (fixtures)
+from tests.harness.web import needs_browser, web_fixture
+from tests.test_web import WEB_CONFIG
+
+web = web_fixture(WEB_CONFIG, ("desktop",))
 
 
 def turn(web, session, message):

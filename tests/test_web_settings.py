@@ -2,18 +2,12 @@
 others are read from the daemon, a refused value says why and changes nothing, a saved one is written into
 config.toml (its other lines kept) and applied at once."""
 
-import pytest
-
-from tests.harness.web import VIEWPORTS, web_page
-from tests.test_web import chromium, needs_browser  # noqa: F401 (the module's browser fixture)
+from tests.harness.web import needs_browser, web_fixture
 
 CONFIG = '# my settings\n[session.supervision]\nidle_release_after = "1h"  # slow agents\n'
 
 
-@pytest.fixture(params=sorted(VIEWPORTS))
-def web(request, home, workspace, chromium):  # noqa: F811 (the fixture imported above)
-    with web_page(chromium, home, workspace, CONFIG, request.param) as page:
-        yield page
+web = web_fixture(CONFIG)
 
 
 @needs_browser

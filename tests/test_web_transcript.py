@@ -4,20 +4,14 @@ them, and what happened said in words (no turn IDs, no state or reason names).""
 
 import re
 
-import pytest
-
-from tests.harness.web import VIEWPORTS, web_page
-from tests.test_web import chromium, needs_browser  # noqa: F401 (the module's browser fixture)
+from tests.harness.web import needs_browser, web_fixture
 
 CONFIG = '[permissions]\nmode = "approve-reads"\n'
 CLOCK = r"\d{1,2}:\d{2}"
 INTERNAL = re.compile(r"\bturn_[0-9A-Z]{26}\b|\b[a-z]+_[a-z_]+\b")  # an ID, or a snake_case name
 
 
-@pytest.fixture(params=sorted(VIEWPORTS))
-def web(request, home, workspace, chromium):  # noqa: F811 (the fixture imported above)
-    with web_page(chromium, home, workspace, CONFIG, request.param) as page:
-        yield page
+web = web_fixture(CONFIG)
 
 
 @needs_browser

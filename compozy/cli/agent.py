@@ -4,7 +4,8 @@ agent on stdio, used by the zipapp).
 Layer 6 (surface). `agent login` runs on this machine, in this terminal: it reads the config.toml of this
 home, as the daemon does, and starts the agent itself (a login is the user's, never the daemon's). `agent add`
 also works without a daemon: it edits this home's config.toml (and installs into its folder), as a person would.
-`agent doctor` asks the daemon, which starts the agent as its sessions would.
+`agent doctor` asks the daemon, which starts the agent as its sessions would (a long wait, exit 1 on a failed
+step). `agent list` is generated from the table (compozy/cli/generated.py) with its words here.
 """
 
 import os
@@ -13,8 +14,9 @@ import sys
 import click
 
 from compozy.cli.completion import complete_agents
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import cli
-from compozy.cli.output import emit, output_option, quiet_option, table
+from compozy.cli.output import emit, output_option, table
 from compozy.errors import CompozyError
 
 DOCTOR_WAIT = 600.0  # the daemon bounds each step by the provider's own timeouts
@@ -30,31 +32,20 @@ def agent():
     """
 
 
-@agent.command("list")
-@quiet_option("agent names")
-@output_option()
-@click.pass_obj
-def list_(obj, quiet, output):
-    """The configured agents: provider, INSTALLED (its program found and runnable), runtime; * marks the default.
-
-    An agent started through `npx -y PKG` is installed only when npm's cache holds PKG: npx would
-    otherwise download it when a session first starts it (add it with --install to install it once).
-
-    \b
-    Example:
-      compozy agent list
-      compozy agent list -o json
-    """
-    document = obj.call("agent.list")
-    emit(document, output, lambda d: "\n".join(a["name"] for a in d["agents"]) if quiet else _agents_table(d))
-
-
 def _agents_table(document):
     rows = [(a["name"] + (" *" if a["default"] else ""), a["provider"], "yes" if a["installed"] else "NO",
              " ".join(f"{k}={v}" for k, v in a["runtime"].items() if k != "provider") or "-",
              " ".join(a["command"]) + ("" if a["installed"] else f"  ({a['install_detail']})"))
             for a in document["agents"]]
     return table(rows, ("NAME", "PROVIDER", "INSTALLED", "RUNTIME", "COMMAND"), "no agents")
+
+
+PRESENTATION["agent.list"] = Presentation(
+    "The configured agents: provider, INSTALLED (its program found and runnable), runtime; * marks the default.\n\n"
+    "An agent started through `npx -y PKG` is installed only when npm's cache holds PKG: npx would\n"
+    "otherwise download it when a session first starts it (add it with --install to install it once).",
+    "compozy agent list\ncompozy agent list -o json",
+    lambda d, quiet: "\n".join(a["name"] for a in d["agents"]) if quiet else _agents_table(d), quiet="agent names")
 
 
 @agent.command("add")

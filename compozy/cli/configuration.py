@@ -1,15 +1,15 @@
 """`compozy config check`: validate config.toml and print what it resolves to.
 
 Layer 6 (surface). It reads the file the daemon of this home reads, with the daemon's own loader,
-so what it accepts the daemon accepts (`daemon reload` checks the same way before it signals).
+so what it accepts the daemon accepts (`daemon reload` checks the same way before it signals). `config settings`
+and `config set` are generated from the table (compozy/cli/generated.py) with their words here.
 """
 
 import os
 import shutil
 import sys
 
-import click
-
+from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import cli
 from compozy.cli.output import emit, output_option
 
@@ -83,39 +83,20 @@ def _text(document):
     return "\n".join(lines)
 
 
-@config_group.command("settings")
-@output_option()
-@click.pass_obj
-def settings(obj, output):
-    """The settings the running daemon changes for you (here and on the page): value, default, help.
-
-    \b
-    Example:
-      compozy config settings
-      compozy config settings -o json
-    """
-    emit(obj.call("settings.list"), output, _settings_text)
-
-
-@config_group.command("set")
-@click.argument("setting")
-@click.argument("value")
-@output_option()
-@click.pass_obj
-def set_setting(obj, setting, value, output):
-    """Change one of those settings: written into config.toml (its other lines and comments kept) and
-    applied at once, as `compozy daemon reload` applies it. Validated as config.toml is.
-
-    \b
-    Example:
-      compozy config set session.supervision.idle_release_after 10m
-      compozy config set session.supervision.idle_release_after 0    # never pause idle agents
-    """
-    document = obj.call("settings.set", setting=setting, value=value)
-    emit(document, output, lambda d: f"{d['setting']['name']} = {d['setting']['value']} (applied)")
-
-
 def _settings_text(document):
     lines = [f"{s['name']} = {s['value']}" + ("" if s["set"] else "  (default)")
              + f"\n    {s['title']}: {s['description']}" for s in document["settings"]]
     return "\n".join(lines + [f"in {document['path']}"])
+
+
+PRESENTATION.update({
+    "settings.list": Presentation(
+        "The settings the running daemon changes for you (here and on the page): value, default, help.",
+        "compozy config settings\ncompozy config settings -o json", _settings_text),
+    "settings.set": Presentation(
+        "Change one of those settings: written into config.toml (its other lines and comments kept) and\n"
+        "applied at once, as `compozy daemon reload` applies it. Validated as config.toml is.",
+        "compozy config set session.supervision.idle_release_after 10m\n"
+        "compozy config set session.supervision.idle_release_after 0    # never pause idle agents",
+        lambda d: f"{d['setting']['name']} = {d['setting']['value']} (applied)"),
+})

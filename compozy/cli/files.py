@@ -1,32 +1,20 @@
 """`compozy session checkpoints|diff|restore` and `compozy gc`: what turns did to the workspace's files, putting
 them back, and pruning what no checkpoint needs.
 
-Layer 6 (surface).
+Layer 6 (surface). `diff` is written here (without TURN it first reads the checkpoints for the newest turn); the
+others are generated from the table (compozy/cli/generated.py) with their words here.
 """
 
 import click
 
 from compozy.cli.completion import session_argument
-from compozy.cli.main import choice, cli
+from compozy.cli.generated import PRESENTATION, Presentation
+from compozy.cli.main import choice
 from compozy.cli.output import emit, output_option
 from compozy.cli.session import session
 from compozy.errors import CompozyError
 
 STATUS_MARK = {"added": "A", "deleted": "D", "modified": "M", "renamed": "R"}
-
-
-@session.command("checkpoints")
-@session_argument
-@output_option()
-@click.pass_obj
-def checkpoints(obj, session_id, output):
-    """The session's file checkpoints, oldest first (one when each turn started and ended).
-
-    \b
-    Example:
-      compozy session checkpoints sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY
-    """
-    emit(obj.call("session.checkpoints", session_id=session_id), output, _checkpoints_text)
 
 
 def _checkpoints_text(document):
@@ -90,25 +78,6 @@ def _file_lines(files):
     return lines
 
 
-@session.command("restore")
-@session_argument
-@click.argument("checkpoint_id")
-@click.option("--dry-run", is_flag=True, default=None, help="show what would change; change nothing")
-@output_option()
-@click.pass_obj
-def restore(obj, session_id, checkpoint_id, dry_run, output):
-    """Put the workspace's files back to a checkpoint; the conversation is not changed.
-
-    \b
-    The files as they are now are checkpointed first: restore that checkpoint to undo.
-    Example:
-      compozy session restore sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY ckpt_01J9R2N3V0QF --dry-run
-    """
-    document = obj.call("session.checkpoint.restore", session_id=session_id, checkpoint_id=checkpoint_id,
-                        dry_run=dry_run)
-    emit(document, output, lambda d: restore_text(d["restore"]))
-
-
 def restore_text(result):
     verb = "Would change" if result["dry_run"] else "Restored"
     lines = [f"{verb} {result['files_changed']} file(s) to checkpoint {result['checkpoint_id']}"]
@@ -120,21 +89,23 @@ def restore_text(result):
     return "\n".join(lines)
 
 
-@cli.command("gc")
-@output_option()
-@click.pass_obj
-def gc(obj, output):
-    """Drop the checkpoints retention lets go (checkpoints.keep_last, checkpoints.keep_for, removed sessions) and
-    prune the files no checkpoint needs from the shadow repositories.
-
-    \b
-    Example:
-      compozy gc
-    """
-    emit(obj.call("daemon.gc"), output, _gc_text)
-
-
 def _gc_text(document):
     report = document["gc"]
     return (f"{report['repositories']} repositories: {report['checkpoints_dropped']} checkpoints dropped, "
             f"{report['checkpoints_kept']} kept; {report['bytes_before']:,} -> {report['bytes_after']:,} bytes")
+
+
+PRESENTATION.update({
+    "session.checkpoints": Presentation(
+        "The session's file checkpoints, oldest first (one when each turn started and ended).",
+        text=_checkpoints_text),
+    "session.checkpoint.restore": Presentation(
+        "Put the workspace's files back to a checkpoint; the conversation is not changed.\n\n"
+        "The files as they are now are checkpointed first: restore that checkpoint to undo.",
+        "compozy session restore sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY ckpt_01J9R2N3V0QF --dry-run",
+        lambda d: restore_text(d["restore"]), {"dry_run": "show what would change; change nothing"}),
+    "daemon.gc": Presentation(
+        "Drop the checkpoints retention lets go (checkpoints.keep_last, checkpoints.keep_for, removed sessions) "
+        "and\nprune the files no checkpoint needs from the shadow repositories.",
+        text=_gc_text),
+})

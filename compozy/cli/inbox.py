@@ -1,8 +1,8 @@
 """`compozy inbox`: what needs a person across every session, followed live, and answered.
 
 Layer 6 (surface). The list is GET /api/attention, --follow its event stream (resumed by the last change
-seen when the connection drops); `inbox answer` (one of an item's actions) is generated from the table,
-with its words here.
+seen when the connection drops); `inbox answer` (one of an item's actions) and `session attention` are generated
+from the table, with their words here.
 """
 
 import http.client
@@ -11,11 +11,9 @@ import time
 
 import click
 
-from compozy.cli.completion import session_argument
 from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import choice, cli
 from compozy.cli.output import emit, output_option, table
-from compozy.cli.session import session
 from compozy.errors import CompozyError
 
 RETRY_EVERY = 0.5
@@ -95,20 +93,10 @@ def _changes(obj, after):
         time.sleep(RETRY_EVERY)
 
 
-@session.command("attention")
-@session_argument
-@click.option("--turn-finished/--no-turn-finished", "turn_finished", default=True, show_default=True,
-              help="whether a turn that ends while nobody follows the session opens an inbox item")
-@output_option()
-@click.pass_obj
-def attention(obj, session_id, turn_finished, output):
-    """Opt a session in (or out) of an inbox item for each turn that ends while nobody watches it
-    (no page, attach or follower open); the item resolves once someone looks.
-
-    \b
-    Example:
-      compozy session attention 01J9Z3K6 --turn-finished
-    """
-    document = obj.call("session.attention.set", session_id=session_id, turn_finished=turn_finished)
-    emit(document, output, lambda d: f"{d['attention']['session_id']}: turn_finished "
-         f"{'on' if d['attention']['turn_finished'] else 'off'}")
+PRESENTATION["session.attention.set"] = Presentation(
+    "Opt a session in (or out) of an inbox item for each turn that ends while nobody watches it\n"
+    "(no page, attach or follower open); the item resolves once someone looks.",
+    "compozy session attention 01J9Z3K6 --turn-finished",
+    lambda d: f"{d['attention']['session_id']}: turn_finished {'on' if d['attention']['turn_finished'] else 'off'}",
+    {"turn_finished": "whether a turn that ends while nobody follows the session opens an inbox item"},
+    defaults={"turn_finished": True})

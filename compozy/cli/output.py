@@ -59,13 +59,13 @@ def emit(document, output, text=None):
             click.echo(shown)
 
 
-MULTI_LINE_FIELDS = ("text",)  # message bodies keep their lines; every other field is one line
+MULTI_LINE_FIELDS = ("text", "patch")  # message bodies and diffs keep their lines; every other field is one line
 
 
 def readable(value, key=None):
     """The document as a person's terminal may show it: control characters, CR and LF and bidi overrides
     in names, paths and summaries escaped (they could retitle or clear the terminal, write its clipboard,
-    forge a row or reverse text); message bodies keep their newlines. `-o json` stays exact."""
+    forge a row or reverse text); message bodies and a diff's patch keep their newlines. `-o json` stays exact."""
     if isinstance(value, str):
         return multi_line(value) if key in MULTI_LINE_FIELDS else one_line(value)
     if isinstance(value, dict):

@@ -165,50 +165,6 @@ def follow_prompt(frames, output):
     return 0 if last["type"] == "done" and last["content"].get("stop_reason") != "cancelled" else 1
 
 
-@session.command("approve")
-@session_argument
-@click.argument("request_id")
-@click.option("--option", "option_id", metavar="ID",
-              help="answer with this option, by the ID the agent gave it (the permission event lists them)")
-@click.option("--decision", type=choice("session.approve", "decision"),
-              help="answer with the first offered option of this kind  [default without --option: allow-once]")
-@click.option("--content", metavar="JSON", callback=lambda _ctx, _param, value: _json_object(value),
-              help="a question's answer: the form's fields as a JSON object, with --option accept")
-@output_option()
-@click.pass_obj
-def approve(obj, session_id, request_id, option_id, decision, content, output):
-    """Answer a pending permission request (or an agent's question) with one of the options the agent offered.
-
-    --option picks an option by its ID; --decision picks the first offered option of that kind and
-    is refused (permission_option_unavailable, with the offered options) when the agent offered none.
-    A question (an agent's form) offers one option per choice and decline; a form that is not one
-    choice is answered with --option accept --content '{"field": "value"}'.
-
-    \b
-    Example:
-      compozy session events sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --type permission -o json   # the options
-      compozy session approve sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY perm_01J9Z3M2C8D4F6G8H0J2K4M6NP --option allow
-      compozy session approve sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY perm_01J9Z3M2C8D4F6G8H0J2K4M6NP --decision reject-once
-    """
-    if option_id is None and decision is None:
-        decision = "allow-once"
-    document = obj.call("session.approve", session_id=session_id, request_id=request_id, option_id=option_id,
-                        decision=decision, content=content)
-    emit(document, output, _approved_line)
-
-
-def _json_object(value):
-    if value is None:
-        return None
-    try:
-        parsed = json.loads(value)
-    except ValueError as error:
-        raise click.BadParameter(f"not JSON: {error}") from None
-    if not isinstance(parsed, dict):
-        raise click.BadParameter("a JSON object, e.g. {\"answer\": \"yes\"}")
-    return parsed
-
-
 def _approved_line(document):
     answer = document["permission"]
     option = answer.get("option") or {}
@@ -225,51 +181,34 @@ def input_group():
     """
 
 
-@input_group.command("edit")
-@session_argument
-@click.argument("entry", metavar="ENTRY_ID")
-@click.argument("message")
-@click.option("--message-id", help="with --idempotency-key: retry an exact earlier edit")
-@click.option("--idempotency-key", help="with --message-id: retry an exact earlier edit")
-@output_option()
-@click.pass_obj
-def input_edit(obj, session_id, entry, message, message_id, idempotency_key, output):
-    """Replace a queued entry's text.
-
-    \b
-    Example:
-      compozy session input edit sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM "run the tests too"
-    """
-    _check_identity(message_id, idempotency_key)
-    document = obj.call("session.input.edit", session_id=session_id, entry=entry, message=message,
-                        message_id=message_id, idempotency_key=idempotency_key)
-    emit(document, output, lambda d: f"edited {d['entry']['id']}")
-
-
-@input_group.command("steer")
-@session_argument
-@click.argument("entry", metavar="ENTRY_ID")
-@click.argument("message", required=False)
-@click.option("--expected-turn-id", required=True, help="the turn to steer; a newer turn refuses the request")
-@click.option("--message-id", help="with --idempotency-key: retry an exact earlier steer")
-@click.option("--idempotency-key", help="with --message-id: retry an exact earlier steer")
-@output_option()
-@click.pass_obj
-def input_steer(obj, session_id, entry, message, expected_turn_id, message_id, idempotency_key, output):
-    """Promote a queued entry (optionally with new text) to steer the current turn.
-
-    \b
-    Example:
-      compozy session input steer sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM \\
-        --expected-turn-id turn_01J9Z3P5A7B9C1D3E5F7G9H1JK
-    """
-    _check_identity(message_id, idempotency_key)
-    document = obj.call("session.input.steer", session_id=session_id, entry=entry, message=message or None,
-                        expected_turn_id=expected_turn_id, message_id=message_id, idempotency_key=idempotency_key)
-    emit(document, output, lambda d: admission_line(d["prompt"]))
-
-
 PRESENTATION.update({
+    "session.approve": Presentation(
+        "Answer a pending permission request (or an agent's question) with one of the options the agent offered.\n\n"
+        "--option picks an option by its ID; --decision picks the first offered option of that kind and\n"
+        "is refused (permission_option_unavailable, with the offered options) when the agent offered none.\n"
+        "A question (an agent's form) offers one option per choice and decline; a form that is not one\n"
+        "choice is answered with --option accept --content '{\"field\": \"value\"}'.",
+        "compozy session events sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY --type permission -o json   # the options\n"
+        "compozy session approve sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY perm_01J9Z3M2C8D4F6G8H0J2K4M6NP --option allow\n"
+        "compozy session approve sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY perm_01J9Z3M2C8D4F6G8H0J2K4M6NP --decision reject-once",
+        _approved_line,
+        {"option_id": "answer with this option, by the ID the agent gave it (the permission event lists them)",
+         "decision": "answer with the first offered option of this kind  [default without --option: allow-once]",
+         "content": "a question's answer: the form's fields as a JSON object, with --option accept"},
+        defaults={"decision": "allow-once"}, metavars={"option_id": "ID", "content": "JSON"}),
+    "session.input.edit": Presentation(
+        "Replace a queued entry's text.",
+        'compozy session input edit sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM "run the tests '
+        'too"', lambda d: f"edited {d['entry']['id']}",
+        {"message_id": "with --idempotency-key: retry an exact earlier edit",
+         "idempotency_key": "with --message-id: retry an exact earlier edit"}),
+    "session.input.steer": Presentation(
+        "Promote a queued entry (optionally with new text) to steer the current turn.",
+        "compozy session input steer sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY queue_01J9Z3N4B6C8D0E2F4G6H8J0KM \\\n"
+        "  --expected-turn-id turn_01J9Z3P5A7B9C1D3E5F7G9H1JK", lambda d: admission_line(d["prompt"]),
+        {"expected_turn_id": "the turn to steer; a newer turn refuses the request",
+         "message_id": "with --idempotency-key: retry an exact earlier steer",
+         "idempotency_key": "with --message-id: retry an exact earlier steer"}),
     "session.cancel": Presentation(
         "Cancel the current turn without a replacement (the session stays active).",
         text=lambda d: f"cancelling turn {d['cancel']['turn_id']}"),

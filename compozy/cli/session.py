@@ -2,7 +2,8 @@
 
 Layer 6 (surface). Prompt, input, lifecycle and history commands live beside this module. Each
 command names its operation in the table (compozy/api.py), which gives the request's path,
-query and body.
+query and body; `list`, `get`, `status`, `health` and `inspect` are generated from it
+(compozy/cli/generated.py) with their words here.
 """
 
 import os
@@ -12,10 +13,10 @@ import click
 
 from compozy.api import SECRET_ENV, SECRET_HEADER, SESSION_ENV, SESSION_HEADER
 from compozy.cli.bulk import for_each, sessions_argument
-from compozy.cli.completion import complete_agents, complete_sessions, complete_workspaces, session_argument
+from compozy.cli.completion import complete_agents, complete_sessions, complete_workspaces
 from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import choice, cli
-from compozy.cli.output import emit, fence_line, output_option, quiet_option, session_block, session_table
+from compozy.cli.output import emit, fence_line, output_option, session_block, session_table
 from compozy.errors import CompozyError
 from compozy.text import multi_line
 
@@ -79,48 +80,6 @@ def agent_identity():
     return None
 
 
-@session.command("list")
-@click.option("--workspace", help="workspace name or ID", shell_complete=complete_workspaces)
-@click.option("--parent", help="direct children of this session", shell_complete=complete_sessions)
-@click.option("--root", help="the whole tree under this root, root included",
-              shell_complete=complete_sessions)
-@click.option("--state", type=choice("session.list", "state"))
-@click.option("--agent", help="agent name", shell_complete=complete_agents)
-@click.option("--archive", type=choice("session.list", "archive"), help="archived sessions (default exclude)")
-@click.option("--limit", type=click.IntRange(1, 1000), help="page size (default 100)")
-@click.option("--cursor", help="next_cursor of the previous page")
-@quiet_option("session IDs")
-@output_option()
-@click.pass_obj
-def list_(obj, output, quiet, **filters):
-    """List sessions, newest first (a header line on a terminal; -q for IDs only).
-
-    \b
-    Example:
-      compozy session list --state active --limit 20
-      compozy session list -q | xargs -n1 compozy session stop
-    """
-    document = obj.call("session.list", **filters)
-    emit(document, output, lambda d: session_table(d["sessions"], quiet, d.get("open_items")))
-
-
-@session.command("get")
-@session_argument
-@click.option("--workspace", help="read it in this workspace (name or ID); another workspace's session is not found")
-@output_option()
-@click.pass_obj
-def get(obj, session_id, workspace, output):
-    """The session resource: state, runtime, lineage, activity, health, supervision.
-
-    \b
-    Example:
-      compozy session get sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY -o json
-    """
-    document = obj.call("session.get.scoped" if workspace else "session.get", session_id=session_id,
-                        workspace=workspace)
-    emit(document, output, lambda d: _session_detail(d["session"]))
-
-
 def _session_detail(resource):
     health = resource["health"]
     return "\n".join([session_block(resource),
@@ -172,7 +131,22 @@ def _confirm_removal(resource):
     return click.confirm(f"{what}. Remove it?", default=False, err=True)
 
 
+LIST_OPTIONS = {"workspace": "workspace name or ID", "parent": "direct children of this session",
+                "root": "the whole tree under this root, root included", "agent": "agent name",
+                "archive": "archived sessions (default exclude)", "limit": "page size (default 100)",
+                "cursor": "next_cursor of the previous page"}
+
 PRESENTATION.update({
+    "session.list": Presentation(
+        "List sessions, newest first (a header line on a terminal; -q for IDs only).",
+        "compozy session list --state active --limit 20\ncompozy session list -q | xargs -n1 compozy session stop",
+        lambda d, quiet: session_table(d["sessions"], quiet, d.get("open_items")), LIST_OPTIONS, "session IDs"),
+    "session.get": Presentation(
+        "The session resource: state, runtime, lineage, activity, health, supervision.",
+        "compozy session get sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY -o json", lambda d: _session_detail(d["session"])),
+    "session.get.scoped": Presentation(
+        text=lambda d: _session_detail(d["session"]),
+        options={"workspace": "read it in this workspace (name or ID); another workspace's session is not found"}),
     "session.status": Presentation(
         "Compact status: health state, lifecycle state, stop reason, failure, attention.",
         text=lambda d: session_block(d["session"])),

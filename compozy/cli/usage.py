@@ -1,13 +1,10 @@
 """`compozy usage` and `compozy session usage`: what agents reported they used, summed from the ledger.
 
-Layer 6 (surface).
+Layer 6 (surface). Both are generated from the table (compozy/cli/generated.py) with their words here.
 """
 
-import click
-
 from compozy.cli.generated import PRESENTATION, Presentation
-from compozy.cli.main import choice, cli
-from compozy.cli.output import emit, output_option, table
+from compozy.cli.output import table
 
 HEADERS = ("KEY", "TURNS", "INPUT", "OUTPUT", "TOTAL TOKENS", "COST")
 
@@ -32,28 +29,15 @@ def summary_text(document):
     return table(rows, HEADERS, "") + f"\n({window})"
 
 
-@cli.command("usage")
-@click.option("--by", "group_by", type=choice("usage.summary", "group_by"), default="agent", show_default=True,
-              help="one row per session, workspace, agent, provider, model or day")
-@click.option("--since", help="from: 7d, 24h or 30m ago, a day (2026-12-01) or a UTC time")
-@click.option("--until", help="before: the same forms as --since")
-@click.option("--workspace", help="only this workspace (name or ID)")
-@click.option("--agent", help="only this agent")
-@click.option("--limit", type=click.IntRange(1, 10_000), help="only the N groups with the most tokens, biggest first")
-@output_option()
-@click.pass_obj
-def usage(obj, output, **query):
-    """Tokens and cost the agents reported, per turn, summed across sessions.
-
-    Turns a rewind archived still count (marked); a continued or forked session starts at zero.
-
-    \b
-    Example:
-      compozy usage --since 7d
-      compozy usage --by workspace --since 2026-12-01 -o json
-    """
-    emit(obj.call("usage.summary", **query), output, summary_text)
-
+PRESENTATION["usage.summary"] = Presentation(
+    "Tokens and cost the agents reported, per turn, summed across sessions.\n\n"
+    "Turns a rewind archived still count (marked); a continued or forked session starts at zero.",
+    "compozy usage --since 7d\ncompozy usage --by workspace --since 2026-12-01 -o json", summary_text,
+    {"group_by": "one row per session, workspace, agent, provider, model or day",
+     "since": "from: 7d, 24h or 30m ago, a day (2026-12-01) or a UTC time",
+     "until": "before: the same forms as --since", "workspace": "only this workspace (name or ID)",
+     "agent": "only this agent", "limit": "only the N groups with the most tokens, biggest first"},
+    defaults={"group_by": "agent"})
 
 PRESENTATION["session.usage"] = Presentation(
     "A session's turns as the usage ledger holds them, and their sums.",

@@ -1,6 +1,6 @@
 """`compozy workspace add|list`.
 
-Layer 6 (surface).
+Layer 6 (surface). Both are generated from the table (compozy/cli/generated.py) with their words here.
 """
 
 import os
@@ -9,7 +9,7 @@ import click
 
 from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import cli
-from compozy.cli.output import emit, output_option, table
+from compozy.cli.output import table
 
 
 @cli.group()
@@ -22,22 +22,10 @@ def workspace():
     """
 
 
-@workspace.command("add")
-@click.argument("name")
-@click.argument("path", type=click.Path(file_okay=False))
-@output_option()
-@click.pass_obj
-def add(obj, name, path, output):
-    """Register the directory PATH as workspace NAME.
-
-    \b
-    Example:
-      compozy workspace add app ~/src/app
-    """
-    document = obj.call("workspace.create", name=name, path=os.path.abspath(path))
-    emit(document, output, lambda d: f"{d['workspace']['id']}  {d['workspace']['name']}  {d['workspace']['path']}")
-
-
+PRESENTATION["workspace.create"] = Presentation(
+    "Register the directory PATH as workspace NAME.", "compozy workspace add app ~/src/app",
+    lambda d: f"{d['workspace']['id']}  {d['workspace']['name']}  {d['workspace']['path']}",
+    types={"path": click.Path(file_okay=False)}, convert={"path": os.path.abspath})
 PRESENTATION["workspace.list"] = Presentation(
     "List registered workspaces (a header line on a terminal; -q for names only).",
     "compozy workspace list -o json", lambda d, quiet: _workspace_table(d["workspaces"], quiet), quiet="workspace names")

@@ -258,7 +258,8 @@ SCHEMAS = {
     "StorageAnswer": obj(["storage"], storage=obj(
         ["total_bytes", "kinds", "workspaces", "sessions", "session_count", "growth", "max_bytes", "attention"],
         total_bytes=INTEGER, kinds={"type": "object", "additionalProperties": INTEGER},
-        workspaces=array(obj(["workspace_id", "bytes"], workspace_id=STRING, bytes=INTEGER)),
+        workspaces=array(obj(["workspace_id", "bytes", "checkpoints"], workspace_id=STRING, bytes=INTEGER,
+                             checkpoints=INTEGER)),
         sessions=array(obj(["session_id", "workspace_id", "archived", "bytes", "kinds"], session_id=STRING,
                            workspace_id=nullable(STRING), archived=BOOLEAN, bytes=INTEGER, kinds=OBJECT)),
         session_count=INTEGER, growth=obj(["days", "bytes", "since"], days=INTEGER, bytes=INTEGER, since=STRING),

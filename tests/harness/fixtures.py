@@ -1,10 +1,11 @@
-"""Fixtures shared by the test suite and the benchmarks: a temporary home, a workspace, a real daemon."""
+"""Fixtures shared by the test suite and the benchmarks: a temporary home, a workspace, a real daemon, and headless
+Chromium for the browser tests (tests/harness/web.py)."""
 
 import logging
 
 import pytest
 
-from tests.harness import transitions
+from tests.harness import browser, transitions
 from tests.harness.daemon import DaemonProcess
 
 
@@ -67,3 +68,16 @@ def api(served):
 @pytest.fixture
 def port(served):
     return int(served.http_url.rsplit(":", 1)[1])
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Headless Chromium for one test module (launched once; each test opens its own context)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.harness.web import WAIT_MS
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as playwright:
+        instance = browser.launch(playwright)
+        yield instance
+        instance.close()

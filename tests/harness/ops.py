@@ -50,10 +50,8 @@ def argv(op_name, fields):
         return command + ["-o", "json"]
     if any(success.media for success in operation.success):
         return command + ["-o", "-"]  # a file command's -o is the file to write: standard output here
-    if op_name == "storage.retention":
-        return command + ["--retention"]  # one command reports and runs the policy: the flag says which
-    if op_name == "search.reindex":
-        return command + ["--reindex"]  # one command finds and reindexes: the flag says which
+    if operation.cli.selector:
+        return command + [operation.cli.selector]  # operations that share a command: the flag says which
     if op_name.startswith("session.remove"):
         return command + ["--yes"]  # a script removes without a terminal to confirm on
     return command + (["--detach"] if op_name == "session.prompt" else [])

@@ -1,15 +1,29 @@
 """The page in headless Chromium against a real daemon, for the browser tests: a logged-in page of a given size,
-helpers a test drives it with, and the checks every width must pass (nothing sticks out sideways)."""
+helpers a test drives it with, and the checks every width must pass (nothing sticks out sideways).
+
+A browser test module says what daemon it needs and gets its `web` fixture from web_fixture:
+
+    web = web_fixture(CONFIG)                  # each test at a desktop's and a phone's width
+    web = web_fixture(CONFIG, ("desktop",))    # one width
+
+(the module-scoped `chromium` fixture it uses is in tests/harness/fixtures.py), and marks its tests
+needs_browser, which skips them with the reason where Playwright or Chromium is missing.
+"""
 
 import contextlib
 import json
 import sys
 
+import pytest
+
 from compozy.cli.client import Client
+from tests.harness import browser
 from tests.harness.daemon import DaemonProcess
 
 WAIT_MS = 30_000
 VIEWPORTS = {"desktop": {"width": 1280, "height": 860}, "phone": {"width": 390, "height": 844}}
+BROWSER_MISSING = browser.unavailable()
+needs_browser = pytest.mark.skipif(BROWSER_MISSING is not None, reason=str(BROWSER_MISSING))
 REFERENCE = f'command = [{json.dumps(sys.executable)}, "-m", "compozy.agents.reference"]\n'
 
 # Every visible element that is not inside a box that clips or scrolls it must lie within the viewport's width,
@@ -123,3 +137,14 @@ def web_page(chromium, home, workspace, config="", viewport="desktop"):
         context.close()
         daemon.stop()
     assert errors == []
+
+
+def web_fixture(config="", viewports=tuple(sorted(VIEWPORTS))):
+    """A `web` fixture: a daemon on the test's home with config.toml `config` and a page (a Web), made once for
+    each of `viewports` (a test using it runs at every one; with one viewport the test's ID names none)."""
+    @pytest.fixture(params=list(viewports) if len(viewports) > 1 else None)
+    def web(request, home, workspace, chromium):
+        viewport = getattr(request, "param", viewports[0])
+        with web_page(chromium, home, workspace, config, viewport) as page:
+            yield page
+    return web

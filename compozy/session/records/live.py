@@ -2,7 +2,8 @@
 
 Layer 4. Every lifecycle change goes through change_state (meta.json, then the catalog); every
 event goes through append (commit, then publish to viewers). The bound agent's callbacks land
-in RuntimeEvents, which drops output from a runtime that no longer serves the session.
+in RuntimeEvents, which drops output from a runtime that no longer serves the session. What every
+session shares (Services) is in services.py beside this module.
 """
 
 from __future__ import annotations
@@ -10,24 +11,17 @@ from __future__ import annotations
 import logging
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from compozy import serialize
-from compozy.clock import Clock, iso_from_epoch
-from compozy.config import Config
-from compozy.paths import Home
-from compozy.proc import ProcessTable
+from compozy.clock import iso_from_epoch
 from compozy.redact import EncodedRedaction, known_secret_values
 from compozy.session.records.feed import Feed, attention_changed, catalog_changed
-from compozy.session.records.observers import Observers
 from compozy.session.records.record import RuntimeRecord, SessionRecord
 from compozy.session.records.replay import CarriedContext
-from compozy.session.records.store import SessionStore
+from compozy.session.records.services import Services
 from compozy.session.records.waiting import active_children, outside_work, waiting_view
 from compozy.states import RUNTIME, SESSION, RuntimeStatus
-from compozy.store.catalog import Catalog
-from compozy.threads import Threads
 from compozy.text import MAX_CONTENT_DEPTH, compact_json, map_document, may_nest_deeper
 
 log = logging.getLogger("compozy.session")
@@ -39,31 +33,6 @@ UNINSPECTED = {"agent": "ok", "tools": "ok", "children": "ok", "runtime": "ok"} 
 # Progress this recent is a work signal even when quiet_after is shorter (four supervision sweeps).
 FRESH_PROGRESS_SECONDS = 1.0
 OUTPUT_SETTLE_TIMEOUT = 2.0  # a native tool call waits at most this long for the agent's earlier output
-
-
-@dataclass
-class Services:
-    """What every session shares: configuration, stores, feeds, the clock and the process table the
-    timers and the stop ladder read, the registry of live sessions and the bindings' identities."""
-
-    home: Home
-    config: Config
-    catalog: Catalog
-    store: SessionStore
-    catalog_feed: Feed
-    clock: Clock
-    processes: ProcessTable  # a fake one in unit tests (tests/harness/fakes.py)
-    live_sessions: Callable[[], list[LiveSession]] | None = None
-    identities: Any = None  # compozy.session.turns.identity.Identities, a layer above this one
-    checkpoints: Any = None  # session.turns.checkpoints.Checkpointer: file checkpoints at turn boundaries
-    observers: Observers = field(default_factory=Observers)
-    threads: Threads = field(default_factory=Threads)  # every background thread of the daemon
-    # callables: session -> more supervision.work_signals, and -> more of what it waits on (records.waiting)
-    work_signals: list[Callable[[LiveSession], list[dict]]] = field(default_factory=list)
-    waits: list[Callable[[LiveSession], list[dict]]] = field(default_factory=list)
-    accepting: bool = True
-    inbox: object = None  # the attention inbox (compozy.session.lifecycle.inbox), built with the observers
-    sweeps: list = field(default_factory=list)  # callables: monotonic now -> None, on every supervision sweep
 
 
 class LiveSession:

@@ -1,10 +1,11 @@
 """What the home's files take on disk: by session, workspace and kind, the growth of the last 7 days, and
 the disk budget's attention item.
 
-Layer 4. Kinds: events (events.db), wal (its WAL and shared memory), checkpoints (a session's checkpoints
-folder), crash_bundles, logs, search_index (search.db), catalog (compozy.db) and other (meta.json and the
-rest). The growth is the total against the daily sample of 7 days ago (or the oldest kept), from
-storage-history.json, which each measurement updates.
+Layer 4. Kinds: events (events.db), wal (its WAL and shared memory), checkpoints (the shadow repositories
+under <home>/checkpoints, one per workspace, and a session's own checkpoints folder), crash_bundles, logs,
+search_index (search.db), catalog (compozy.db) and other (meta.json and the rest). A workspace's bytes are
+its sessions' and its shadow repository's (`checkpoints`). The growth is the total against the daily sample
+of 7 days ago (or the oldest kept), from storage-history.json, which each measurement updates.
 """
 
 import json
@@ -26,6 +27,16 @@ def session_bytes(directory):
     checkpoints = tree_bytes(os.path.join(directory, "checkpoints"))
     return {"events": events, "wal": wal, "checkpoints": checkpoints,
             "other": tree_bytes(directory) - events - wal - checkpoints}
+
+
+def checkpoint_repositories(home):
+    """{workspace ID: bytes} of the shadow repositories under <home>/checkpoints (a folder per workspace,
+    named by its ID; its sessions may all be gone)."""
+    try:
+        entries = list(os.scandir(home.checkpoints_dir))
+    except OSError:
+        return {}
+    return {entry.name: tree_bytes(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)}
 
 
 def crash_bundles(home):
@@ -62,6 +73,10 @@ def measure(home, records, today=None):
         workspaces[workspace_id] = workspaces.get(workspace_id, 0) + total
         sessions.append({"session_id": entry.name, "workspace_id": workspace_id, "archived": entry.name in archived,
                          "bytes": total, "kinds": parts})
+    repositories = checkpoint_repositories(home)
+    kinds["checkpoints"] += tree_bytes(home.checkpoints_dir)
+    for workspace_id, size in repositories.items():
+        workspaces[workspace_id] = workspaces.get(workspace_id, 0) + size
     kinds["crash_bundles"] = sum(bundles.values())
     kinds["logs"] = tree_bytes(home.logs_dir) - kinds["crash_bundles"]
     kinds["search_index"] = sum(file_bytes(f"{home.search_file}{suffix}") for suffix in ("", "-wal", "-shm"))
@@ -70,7 +85,8 @@ def measure(home, records, today=None):
     total = sum(kinds.values())
     sessions.sort(key=lambda s: s["bytes"], reverse=True)
     return {"total_bytes": total, "kinds": kinds,
-            "workspaces": sorted(({"workspace_id": k, "bytes": v} for k, v in workspaces.items() if k),
+            "workspaces": sorted(({"workspace_id": k, "bytes": v, "checkpoints": repositories.get(k, 0)}
+                                  for k, v in workspaces.items() if k),
                                  key=lambda w: w["bytes"], reverse=True),
             "sessions": sessions, "growth": growth(home, total, today or date.today())}
 

@@ -47,7 +47,7 @@ class Checkpointer:
         return bool(self.services.config["checkpoints.enabled"])
 
     def folder(self, workspace_id):
-        return self.services.home.root / "checkpoints" / workspace_id
+        return self.services.home.checkpoints_dir / workspace_id
 
     def repo(self, record):
         key = (record.workspace_id, record.cwd)
@@ -176,7 +176,7 @@ class Checkpointer:
     def gc(self, sessions):
         """Drop the references retention lets go (and those of sessions that are gone), then prune what no
         reference reaches, in every workspace's repository; what was done."""
-        config, root = self.services.config, self.services.home.root / "checkpoints"
+        config, root = self.services.config, self.services.home.checkpoints_dir
         report = {"repositories": 0, "checkpoints_dropped": 0, "checkpoints_kept": 0, "bytes_before": 0,
                   "bytes_after": 0}
         for folder in sorted(root.iterdir()) if root.is_dir() else ():

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from compozy.errors import CompozyError
-from compozy.session.records.live import LiveSession, Services
+from compozy.session.records.live import LiveSession
+from compozy.session.records.services import Services
 from compozy.session.turns.admission import Admission
 from compozy.session.turns.budgets import Budgets
 from compozy.session.turns.queue import InputQueue

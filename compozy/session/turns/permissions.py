@@ -23,7 +23,8 @@ from compozy.errors import CompozyError, invalid
 from compozy.ids import new_id
 from compozy.session.records.control import settle_interaction
 from compozy.session.records.governed import permission_mode
-from compozy.session.records.live import LiveSession, Services
+from compozy.session.records.live import LiveSession
+from compozy.session.records.services import Services
 from compozy.session.records.workspaces import protected_homes, unsafe_reason
 from compozy.session.turns.choices import (ALLOWING, DAEMON_OPTIONS, REJECTING, chosen, decision_of,
                                            first_of_kinds, outcome)
