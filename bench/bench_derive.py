@@ -17,8 +17,7 @@ import time
 
 import pytest
 
-from conftest import create_session, ms, percentile, stream_prompt, table, verdict
-from compozy.cli.client import path_of
+from conftest import create_session, ms, path_of, percentile, stream_prompt, table, verdict
 
 TURNS = 20
 CHUNKS = 497  # each turn: user_message, the chunks, the echo, done = 500 events

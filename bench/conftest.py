@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -31,9 +32,13 @@ os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(),
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from compozy.cli.client import path_of  # noqa: E402
 from tests.harness.daemon import DaemonProcess  # noqa: E402
 from tests.harness.fixtures import daemon, home, workspace  # noqa: E402,F401 (fixtures by name)
+
+
+def path_of(*parts):
+    """A route's path from its parts, each quoted (the CLI builds its paths from the operation table)."""
+    return "/" + "/".join(quote(str(p), safe="") for p in parts)
 
 
 def pytest_collect_file(file_path, parent):
