@@ -76,6 +76,10 @@ def compact(path, fold):
                 db.execute(f"UPDATE {table} SET content = ?{', message = NULL' if packed else ''} WHERE sequence = ?",
                            (content, run[0][0]))
                 db.execute(f"DELETE FROM {table} WHERE sequence BETWEEN ? AND ?", (run[1][0], run[-1][0]))
+            if packed:  # the batches' timestamps and the messages no row refers to any more
+                db.execute("DELETE FROM event_times WHERE time NOT IN (SELECT time FROM event_rows)")
+                db.execute("DELETE FROM event_messages WHERE message NOT IN "
+                           "(SELECT message FROM event_rows WHERE message IS NOT NULL)")
             db.execute(trigger)
             db.execute("COMMIT")
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

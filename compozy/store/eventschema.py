@@ -8,8 +8,8 @@ carried context inserted in memory before it is written (store/eventlog.py).
 Two layouts, told apart by what `events` is (`layout`):
 - 1, stores written before issue 26 item 7: `events` is a table of the records' columns as they read.
 - 2, every store created since: the rows are packed in `event_rows` (the turn ID and a chunk's
-  agent_message_id once each, in `event_turns` and `event_messages`, referenced by an integer; the
-  timestamp as integer microseconds) and `events` is a view that gives back the same columns with the
+  agent_message_id once each, in `event_turns` and `event_messages`, and the timestamp once a committed
+  batch, in `event_times`, each referenced by an integer) and `events` is a view that gives back the same columns with the
   same text, byte for byte. Every reader reads `events` and cannot tell the two apart; the writers
   (append, archive, compaction) write the layout's own table (`ROWS_TABLE`). A chunk row takes about
   half the bytes (docs/performance.md).
@@ -20,7 +20,7 @@ import sqlite3
 import tempfile
 import threading
 
-from peewee import SQL, BareField, BooleanField, CharField, Check, IntegerField, Model, TextField
+from peewee import SQL, BooleanField, CharField, Check, IntegerField, Model, TextField
 
 from compozy.store.db import PRAGMAS, open_sqlite
 
@@ -46,21 +46,20 @@ PACKED_TRIGGERS = (
         BEGIN SELECT RAISE(ABORT, 'event_turns is immutable'); END""",
     """CREATE TRIGGER IF NOT EXISTS event_messages_immutable BEFORE UPDATE ON event_messages
         BEGIN SELECT RAISE(ABORT, 'event_messages is immutable'); END""",
+    """CREATE TRIGGER IF NOT EXISTS event_times_immutable BEFORE UPDATE ON event_times
+        BEGIN SELECT RAISE(ABORT, 'event_times is immutable'); END""",
 )
 
 # The packed rows read as layout 1's table. A chunk's content is stored without its trailing
-# `,"agent_message_id":"..."` (the writer cuts it only when the text ends so: store/eventlog.py), put
-# back here; an integer time is written as clock.iso_from_epoch writes it (a text one is kept as is).
+# `,"agent_message_id":"..."` (the writer cuts it only when the text ends so: store/packing.py), put
+# back here.
 EVENTS_VIEW = """CREATE VIEW IF NOT EXISTS events (sequence, id, turn_id, type, agent_name, content, archived,
     timestamp) AS SELECT r.sequence, r.id, t.turn_id, r.type, r.agent_name,
     CASE WHEN r.message IS NULL THEN r.content
          ELSE substr(r.content, 1, length(r.content) - 1) || ',"agent_message_id":' || m.quoted || '}' END,
-    r.archived,
-    CASE typeof(r.time) WHEN 'integer' THEN strftime('%Y-%m-%dT%H:%M:%S', r.time / 1000000, 'unixepoch')
-                                            || printf('.%06dZ', r.time % 1000000)
-         ELSE r.time END
+    r.archived, b.timestamp
     FROM event_rows AS r LEFT JOIN event_turns AS t ON t.turn = r.turn
-    LEFT JOIN event_messages AS m ON m.message = r.message"""
+    LEFT JOIN event_messages AS m ON m.message = r.message LEFT JOIN event_times AS b ON b.time = r.time"""
 
 # 1 KiB pages: a store's dozen tables and indexes take a page each even when empty (12 KiB, against 48
 # at SQLite's default 4 KiB), and a commit of a few rows writes 1 KiB frames to the WAL; a chunk row costs
@@ -105,7 +104,7 @@ def make_models(db):
         content = TextField()
         message = IntegerField(null=True)  # event_messages.message: the agent_message_id cut from content
         archived = BooleanField(default=False, constraints=[SQL("DEFAULT 0")])
-        time = BareField()  # integer microseconds since the epoch, or the timestamp's text when it is not one
+        time = IntegerField()  # event_times.time: the timestamp of the batch the row was committed in
 
         class Meta:
             table_name = "event_rows"
@@ -120,6 +119,15 @@ def make_models(db):
 
         class Meta:
             table_name = "event_turns"
+
+    class EventTime(Base):
+        """One row a committed batch (its rows share their timestamp): a key is ~2 bytes a row, the text 27."""
+
+        time = IntegerField(primary_key=True)
+        timestamp = CharField()
+
+        class Meta:
+            table_name = "event_times"
 
     class EventMessage(Base):
         message = IntegerField(primary_key=True)
@@ -156,7 +164,7 @@ def make_models(db):
         class Meta:
             table_name = "carried_context"
 
-    return Event, TokenUsage, StoreOwner, CarriedContext, EventRow, EventTurn, EventMessage
+    return Event, TokenUsage, StoreOwner, CarriedContext, EventRow, EventTurn, EventMessage, EventTime
 
 
 def layout(db):
@@ -168,14 +176,14 @@ def layout(db):
 def create_schema(db):
     """The tables, indexes, view and triggers of the store's layout (a new store: the packed one); a
     no-op on a store that has them. Returns (Event, TokenUsage, StoreOwner, CarriedContext, layout)."""
-    event, usage, owner, carried, row, turn, message = make_models(db)
+    event, usage, owner, carried, row, turn, message, time = make_models(db)
     with db.atomic():
         kind = layout(db)
         shared = [usage, owner, carried]
         if kind == LAYOUT_TABLE:
             db.create_tables([event, *shared], safe=True)
         else:
-            db.create_tables([row, turn, message, *shared], safe=True)
+            db.create_tables([row, turn, message, time, *shared], safe=True)
             db.execute_sql(EVENTS_VIEW)
         for trigger in TRIGGERS + (TABLE_TRIGGERS if kind == LAYOUT_TABLE else PACKED_TRIGGERS):
             db.execute_sql(trigger)

@@ -2,35 +2,19 @@
 view reads them back as the same text, byte for byte.
 
 Layer 2. What a chunk row repeats is stored once: its turn ID (in event_turns) and its message's
-agent_message_id (in event_messages), each referenced by a small integer; the batch's timestamp is
-an integer of microseconds. Each packing is checked against the text it replaces before it is used
-(a content that does not end in its agent_message_id, a timestamp clock.iso_from_epoch would not
-write, are stored as they are), so the view's answer is the text the record was published with.
+agent_message_id (in event_messages), each referenced by a small integer, and the batch's timestamp
+(in event_times: one row a commit). A content is cut only when its text ends with its agent_message_id
+(checked against the text itself; any other is stored as it is), so the view's answer is the text the
+record was published with.
 """
 
-import calendar
-import re
 from json.encoder import encode_basestring_ascii as _quote  # a string as compact_json writes it
 
 INSERT_PACKED = ("INSERT INTO event_rows (sequence, id, turn, type, agent_name, content, message, archived, time) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)")
-_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})Z")
 MESSAGE_KEY = "agent_message_id"
 TURNS = ("event_turns", "turn", "turn_id")  # (table, key column, value column)
 MESSAGES = ("event_messages", "message", "quoted")
-
-
-def micros(timestamp):
-    """The integer microseconds the view writes back as this timestamp, or the timestamp itself when it
-    is not in that form (the view keeps a text time as it is)."""
-    match = _ISO.fullmatch(timestamp) if isinstance(timestamp, str) else None
-    if match is None or int(match[1]) < 1970:
-        return timestamp
-    year, month, day, hour, minute, second, fraction = (int(part) for part in match.groups())
-    if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1] and hour < 24 and minute < 60
-            and second < 60):
-        return timestamp
-    return calendar.timegm((year, month, day, hour, minute, second)) * 1_000_000 + fraction
 
 
 def cut_message(text, content):
@@ -60,8 +44,10 @@ class Packer:
 
     def insert(self, db, rows, items):
         """rows: (sequence, id, turn_id, type, agent_name, content text, timestamp) as layout 1 stores
-        them; items: the (type, turn_id, content, agent_name) they were made from."""
-        time = micros(rows[0][6]) if rows else None
+        them, one timestamp for all; items: the (type, turn_id, content, agent_name) they were made from."""
+        if not rows:
+            return
+        time = db.execute_sql("INSERT INTO event_times (timestamp) VALUES (?)", (rows[0][6],)).lastrowid
         packed = []
         for (sequence, event_id, turn_id, kind, agent_name, text, _), item in zip(rows, items):
             text, quoted = cut_message(text, item[2])
