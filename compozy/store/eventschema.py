@@ -8,11 +8,11 @@ carried context inserted in memory before it is written (store/eventlog.py).
 Two layouts, told apart by what `events` is (`layout`):
 - 1, stores written before issue 26 item 7: `events` is a table of the records' columns as they read.
 - 2, every store created since: the rows are packed in `event_rows` (the turn ID and a chunk's
-  agent_message_id once each, in `event_turns` and `event_messages`, and the timestamp once a committed
-  batch, in `event_times`, each referenced by an integer) and `events` is a view that gives back the same columns with the
-  same text, byte for byte. Every reader reads `events` and cannot tell the two apart; the writers
-  (append, archive, compaction) write the layout's own table (`ROWS_TABLE`). A chunk row takes about
-  half the bytes (docs/performance.md).
+  agent_message_id once each, in `event_turns` and `event_messages`, and the timestamp once a
+  committed batch, in `event_times`, each referenced by an integer) and `events` is a view that gives
+  back the same columns with the same text, byte for byte. Every reader reads `events` and cannot
+  tell the two apart; the writers (append, archive, compaction) write the layout's own table
+  (`ROWS_TABLE`). A chunk row takes about half the bytes (docs/performance.md).
 """
 
 import os
@@ -61,7 +61,7 @@ EVENTS_VIEW = """CREATE VIEW IF NOT EXISTS events (sequence, id, turn_id, type, 
     FROM event_rows AS r LEFT JOIN event_turns AS t ON t.turn = r.turn
     LEFT JOIN event_messages AS m ON m.message = r.message LEFT JOIN event_times AS b ON b.time = r.time"""
 
-# 1 KiB pages: a store's dozen tables and indexes take a page each even when empty (12 KiB, against 48
+# 1 KiB pages: a store's tables and indexes take a page each even when empty (16 KiB, against 64
 # at SQLite's default 4 KiB), and a commit of a few rows writes 1 KiB frames to the WAL; a chunk row costs
 # the same either way (docs/performance.md).
 PAGE_SIZE = 1024

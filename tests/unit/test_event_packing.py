@@ -1,6 +1,7 @@
 """The packed layout of a session's event store (store/eventschema.py, store/packing.py) reads back every record
-as the text it was published with: the `events` view gives what layout 1 stored, byte for byte, for chunks, for
-contents the writer must not cut, and for the timestamp each committed batch stores once. Real SQLite files, the real EventLog.
+as the text it was published with: the `events` view gives what layout 1 stored, byte for byte, for
+chunks, for contents the writer must not cut, and for the timestamp each committed batch stores once.
+Real SQLite files, the real EventLog.
 """
 
 import sqlite3
