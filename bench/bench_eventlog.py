@@ -194,7 +194,7 @@ def _measure_appends(benchmark, tmp_path, name, batch):
         start = time.perf_counter()
         if batch == 1:
             for number in range(CHUNKS):
-                log.append_one("agent_message", "turn_x", _content(number), "general")
+                log.append([("agent_message", "turn_x", _content(number), "general")])
         else:
             for first in range(0, CHUNKS, batch):
                 log.append([("agent_message", "turn_x", _content(n), "general") for n in range(first, first + batch)])
@@ -208,8 +208,8 @@ def _measure_appends(benchmark, tmp_path, name, batch):
 
 
 def test_eventlog_append_single(benchmark, tmp_path):
-    """EventLog.append_one x 5,000: one transaction per event, as a lone streaming update is written."""
-    _measure_appends(benchmark, tmp_path, f"EventLog.append_one x {CHUNKS}", 1)
+    """EventLog.append of one event x 5,000: one transaction per event, as a lone streaming update is written."""
+    _measure_appends(benchmark, tmp_path, f"EventLog.append of 1 x {CHUNKS}", 1)
 
 
 def test_eventlog_append_batched(benchmark, tmp_path):

@@ -112,7 +112,7 @@ def test_storage(benchmark, sessions):
     size, events, content = checkpointed_store(home, long["id"])
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     print(f"\nstorage: {events:,} events in {size / 1e6:.2f} MB checkpointed = {size / events:.0f} bytes per event "
-          f"({content / events:.0f} bytes of content JSON each); the live store's WAL: {wal_bytes / 1e6:.2f} MB "
+          f"({content / events:.0f} bytes of stored content JSON each); the live store's WAL: {wal_bytes / 1e6:.2f} MB "
           f"(SQLite resets it at each checkpoint, every 1,000 pages; removed when the store closes)")
     benchmark.extra_info.update(events=events, bytes=size, bytes_per_event=round(size / events),
                                 content_bytes_per_event=round(content / events), wal_bytes=wal_bytes)

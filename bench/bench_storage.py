@@ -40,7 +40,7 @@ def test_chunk_bytes_and_compaction(benchmark, tmp_path):
     per_event, ratio = size / events, after / size
     table(f"storage of a {events:,}-event session (checkpointed bytes)",
           ("measure", "value", "target", "verdict"),
-          [("bytes per stored event", f"{per_event:.0f} ({content / events:.0f} of content JSON)", "<= 200",
+          [("bytes per stored event", f"{per_event:.0f} ({content / events:.0f} of stored content JSON)", "<= 200",
             verdict(per_event, 200)),
            ("compacted / uncompacted", f"{after:,} / {size:,} = {ratio:.1%} ({left} events left)", "<= 40%",
             verdict(ratio, 0.40))])

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -256,7 +257,7 @@ def store_bytes(home, session_id):
 
 
 def checkpointed_store(home, session_id):
-    """(bytes, events, content bytes) of a session's store as it would be checkpointed: a copy is
+    """(bytes, events, stored content bytes) of a session's store as it would be checkpointed: a copy is
     measured, because the daemon keeps the store open (and its WAL holds up to 1,000 pages)."""
     import sqlite3
     source = Path(home) / "sessions" / session_id / "events.db"
@@ -264,8 +265,10 @@ def checkpointed_store(home, session_id):
     try:
         with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as reader, sqlite3.connect(copy) as target:
             reader.backup(target)
-        with sqlite3.connect(copy) as con:
-            events, content = con.execute("SELECT count(*), sum(length(content)) FROM events").fetchone()
+        with sqlite3.connect(copy) as con:  # the content as stored: the packed layout's rows, or layout 1's table
+            packed = con.execute("SELECT 1 FROM sqlite_master WHERE name = 'event_rows'").fetchone()
+            events, content = con.execute(f"SELECT count(*), sum(length(content)) FROM "
+                                          f"{'event_rows' if packed else 'events'}").fetchone()
         return copy.stat().st_size, events, content
     finally:
         copy.unlink(missing_ok=True)

@@ -12,7 +12,6 @@ import json
 import os
 import sqlite3
 
-from compozy.store.eventschema import TRIGGERS
 
 CHUNK_TYPES = ("agent_message", "thought")
 APPEND_ONLY = "events_append_only"
@@ -66,15 +65,22 @@ def compact(path, fold):
         deleted = sum(len(run) - 1 for run in runs)
         if runs:
             db.execute("BEGIN IMMEDIATE")
+            trigger, table = db.execute("SELECT sql, tbl_name FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                                        (APPEND_ONLY,)).fetchone()
+            packed = table != "events"
             db.execute(f"DROP TRIGGER {APPEND_ONLY}")
             for run in runs:
                 first = json.loads(run[0][4])
-                content = {**first, "text": fold([json.loads(row[4]).get("text", "") for row in run]),
-                           "folded_chunks": len(run)}
-                db.execute("UPDATE events SET content = ? WHERE sequence = ?",
-                           (json.dumps(content, separators=(",", ":")), run[0][0]))
-                db.execute("DELETE FROM events WHERE sequence BETWEEN ? AND ?", (run[1][0], run[-1][0]))
-            db.execute(next(trigger for trigger in TRIGGERS if APPEND_ONLY in trigger))
+                content = json.dumps({**first, "text": fold([json.loads(row[4]).get("text", "") for row in run]),
+                                      "folded_chunks": len(run)}, separators=(",", ":"))
+                db.execute(f"UPDATE {table} SET content = ?{', message = NULL' if packed else ''} WHERE sequence = ?",
+                           (content, run[0][0]))
+                db.execute(f"DELETE FROM {table} WHERE sequence BETWEEN ? AND ?", (run[1][0], run[-1][0]))
+            if packed:  # the batches' timestamps and the messages no row refers to any more
+                db.execute("DELETE FROM event_times WHERE time NOT IN (SELECT time FROM event_rows)")
+                db.execute("DELETE FROM event_messages WHERE message NOT IN "
+                           "(SELECT message FROM event_rows WHERE message IS NOT NULL)")
+            db.execute(trigger)
             db.execute("COMMIT")
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.execute("VACUUM")

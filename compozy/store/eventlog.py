@@ -15,7 +15,9 @@ from compozy.clock import now_iso
 from compozy.ids import new_ids
 from compozy.paths import FILE_MODE, write_all
 from compozy.store.db import EVENT_STORE_PRAGMAS, open_sqlite
-from compozy.store.eventschema import CARRIED_INSERT, IN_MEMORY_IMAGES, create_schema, template_bytes, with_carried
+from compozy.store.eventschema import (CARRIED_INSERT, IN_MEMORY_IMAGES, LAYOUT_PACKED, ROWS_TABLE, create_schema,
+                                       template_bytes, with_carried)
+from compozy.store.packing import Packer
 from compozy.store.storedrecord import StoredRecord
 from compozy.store.transcriptrows import transcript_records
 from compozy.text import compact_json
@@ -28,7 +30,7 @@ COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
 _encode = compact_json
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
-          "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")
+          "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")  # a store in layout 1 (eventschema)
 
 
 class EventLog:
@@ -42,6 +44,8 @@ class EventLog:
         self._aside = None  # the catch-up readers' own connection (read_aside)
         self._aside_lock = threading.Lock()
         self._unopened_empty = False  # written from the template by create() and not opened since
+        self._packer = None  # a Packer for a store in the packed layout, None for one in layout 1
+        self._rows = ROWS_TABLE[LAYOUT_PACKED]  # the table the rows are written in
 
     def create(self, carried=None):
         """Write the file from a prebuilt empty store (in WAL mode, schema in place), with the context a
@@ -63,10 +67,12 @@ class EventLog:
     def _open(self):
         if self._db is None:
             db = open_sqlite(self.path, EVENT_STORE_PRAGMAS)
-            self._event_model, self._usage_model, owner, _ = create_schema(db)
+            self._event_model, self._usage_model, owner, _, layout = create_schema(db)
             owner.insert(singleton=1, session_id=self.session_id, workspace_id=self.workspace_id,
                          created_at=now_iso()).on_conflict_ignore().execute()
-            row = db.execute_sql("SELECT COALESCE(MAX(sequence), 0) FROM events").fetchone()
+            self._rows = ROWS_TABLE[layout]
+            self._packer = Packer() if layout == LAYOUT_PACKED else None
+            row = db.execute_sql(f"SELECT COALESCE(MAX(sequence), 0) FROM {self._rows}").fetchone()
             self._next_sequence = row[0] + 1
             self._db = db
             self._unopened_empty = False
@@ -119,20 +125,28 @@ class EventLog:
                 first, timestamp, rows = self._insert(items, texts)
             except sqlite3.IntegrityError:
                 # Another handle on this file appended since we counted; recount and retry once.
-                self._next_sequence = self._db.execute_sql("SELECT MAX(sequence) FROM events").fetchone()[0] + 1
+                self._next_sequence = self._db.execute_sql(f"SELECT MAX(sequence) FROM {self._rows}").fetchone()[0] + 1
                 first, timestamp, rows = self._insert(items, texts)
             self._next_sequence = first + len(rows)  # only after the commit succeeded
         return [StoredRecord.of(self._record(row[0], row[1], row[2], row[3], row[4], content, False, row[6]), row[5])
                 for row, (_, _, content, _) in zip(rows, items)]
 
     def _insert(self, items, texts):
-        with self._write() as db:
-            first = self._next_sequence
-            timestamp = now_iso()
-            ids = new_ids("evt", len(items))
-            rows = [(first + i, ids[i], turn_id, kind, agent_name, texts[i], timestamp)
-                    for i, (kind, turn_id, _, agent_name) in enumerate(items)]
-            db.cursor().executemany(INSERT, rows)
+        try:
+            with self._write() as db:
+                first = self._next_sequence
+                timestamp = now_iso()
+                ids = new_ids("evt", len(items))
+                rows = [(first + i, ids[i], turn_id, kind, agent_name, texts[i], timestamp)
+                        for i, (kind, turn_id, _, agent_name) in enumerate(items)]
+                if self._packer is None:
+                    db.cursor().executemany(INSERT, rows)
+                else:
+                    self._packer.insert(db, rows, items)
+        except BaseException:
+            if self._packer is not None:
+                self._packer.forget()  # the keys it added in the rolled-back transaction are gone
+            raise
         return first, timestamp, rows
 
     def _record(self, sequence, event_id, turn_id, kind, agent_name, content, archived, timestamp):
@@ -191,20 +205,20 @@ class EventLog:
             if self._unopened_empty:
                 return 0
         with self._read() as db:
-            row = db.execute_sql("SELECT sequence FROM events WHERE archived = 0 AND sequence < ? "
+            row = db.execute_sql(f"SELECT sequence FROM {self._rows} WHERE archived = 0 AND sequence < ? "
                                  "ORDER BY sequence DESC LIMIT 1", (before or SQLITE_MAX,)).fetchone()
         return row[0] if row else 0
 
     def count_active(self, first, last):
         with self._read() as db:
-            return db.execute_sql("SELECT COUNT(*) FROM events WHERE archived = 0 AND sequence BETWEEN ? AND ?",
+            return db.execute_sql(f"SELECT COUNT(*) FROM {self._rows} WHERE archived = 0 AND sequence BETWEEN ? AND ?",
                                   (first, last)).fetchone()[0]
 
     def archive(self, first, last):
         """Archive the active events from first through last (a rewind; never a delete). Idempotent."""
         with self._write() as db:
-            return db.execute_sql("UPDATE events SET archived = 1 WHERE archived = 0 AND sequence BETWEEN ? AND ?",
-                                  (first, last)).rowcount
+            return db.execute_sql(f"UPDATE {self._rows} SET archived = 1 WHERE archived = 0 AND "
+                                  "sequence BETWEEN ? AND ?", (first, last)).rowcount
 
     def turn_ids_between(self, first, last):
         """The turns with events from first through last (a rewind's archived suffix)."""

@@ -8,10 +8,10 @@ reads the rows of its messages and a few rows either side, never the rest of the
 from compozy.store.eventlog import ARCHIVE_SQL, SQLITE_MAX
 
 # The user and agent messages, their text and message ids extracted by SQLite; a scan in sequence
-# order from the cursor (the type index would cost a sort).
+# order from the cursor (`+type`: the type index would cost a sort; NOT INDEXED cannot name a view).
 ROWS_SQL = ("SELECT sequence, id, turn_id, type, timestamp, COALESCE(json_extract(content, '$.text'), ''), "
             "json_extract(content, CASE type WHEN 'user_message' THEN '$.message_id' ELSE '$.agent_message_id' "
-            "END) FROM events NOT INDEXED WHERE type IN ('user_message', 'agent_message') AND {archive} "
+            "END) FROM events WHERE +type IN ('user_message', 'agent_message') AND {archive} "
             "AND sequence {op} ? ORDER BY sequence {order} LIMIT ?")
 FIRST_BATCH, MAX_BATCH = 16, 1024  # batches double: a page near its cursor reads few rows past it
 KEYS = {"user_message": "message_id", "agent_message": "agent_message_id"}

@@ -45,10 +45,11 @@ def test_environment(home, extra=None):
 
 
 class DaemonProcess:
-    """`python3 compozy.py daemon run --http 127.0.0.1:0` (or the given address) in its own process group."""
+    """`python3 compozy.py daemon run --http 127.0.0.1:0` (or the given address) in its own process group; entry: a
+    script run in compozy.py's place (bench/indexer_off.py)."""
 
-    def __init__(self, home, http="127.0.0.1:0", args=(), env=None):
-        self.home = Path(home)
+    def __init__(self, home, http="127.0.0.1:0", args=(), env=None, entry=ENTRY):
+        self.home, self.entry = Path(home), entry
         self.http = http
         self.args, self.env = list(args), env
         self.process = None
@@ -62,7 +63,7 @@ class DaemonProcess:
         if daemon_file.exists():
             daemon_file.unlink()  # left by a killed daemon; the new one writes its own
         self._output = open(self.output_path, "ab")
-        self.process = subprocess.Popen([sys.executable, ENTRY, "daemon", "run", "--http", self.http, *self.args],
+        self.process = subprocess.Popen([sys.executable, self.entry, "daemon", "run", "--http", self.http, *self.args],
                                         env=test_environment(self.home, self.env), stdout=self._output,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + READY_TIMEOUT

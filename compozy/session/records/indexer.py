@@ -44,7 +44,7 @@ class Indexer:
         self.services = services
         self.index = SearchIndex(services.home.search_file)
         self._marked, self._lock = set(), threading.Lock()
-        self._wake, self._stopped = threading.Event(), False
+        self._wake, self._halt, self._stopped = threading.Event(), threading.Event(), False
         self._catalog_cursor = services.catalog_feed.last_sequence
         self._thread = None
 
@@ -55,6 +55,11 @@ class Indexer:
         self._thread = self.services.threads.start("search-indexer", self._run)
 
     def appended(self, session, records):
+        # Once per pass, not per commit: a stream commits thousands of small batches, and a lock and a wake each
+        # cost its reader thread ~2 us. Safe without the lock: a session seen marked with the wake set is in the
+        # set the next pass takes, and that pass reads what was committed before this call.
+        if session.id in self._marked and self._wake.is_set():
+            return
         self.mark(session.id)
 
     def removed(self, record):
@@ -63,6 +68,7 @@ class Indexer:
 
     def closing(self):
         self._stopped = True
+        self._halt.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(10)
@@ -87,8 +93,10 @@ class Indexer:
     def _run(self):
         while not self._stopped:
             if self._wake.wait(IDLE_SECONDS):
+                # The commits of the next SETTLE_SECONDS join this pass: the marks they make must not end the
+                # wait (each commit of a stream marks its session), only closing does.
+                self._halt.wait(SETTLE_SECONDS)
                 self._wake.clear()
-                self._wake.wait(SETTLE_SECONDS)
             self._catalog_changes()
             with self._lock:
                 marked, self._marked = self._marked, set()
@@ -122,15 +130,19 @@ class Indexer:
         state = self.index.state(session_id) or {"last_sequence": 0, "epoch": 0, "open_row": None, "open_key": None}
         epoch = (record.fences or {}).get("epoch", 0)
         with self.index.writing() as writer:
-            writer.session(session_id, record.workspace_id, record.agent_name, record.archived, epoch)
-            if epoch != state["epoch"]:
-                writer.mark_rewound(session_id, archived_sequences(path))
+            writer.session(session_id, record.workspace_id, record.agent_name, record.archived, state["epoch"])
         while True:
             rows = committed_after(path, state["last_sequence"], BATCH)
             if not rows:
-                return
+                break
             with self.index.writing() as writer:
                 state = self._write(writer, session_id, state, rows, secrets)
+        if epoch != state["epoch"]:
+            # After the rows are in: a rewind's rows may be indexed only now (a pass follows its commits by the
+            # settle; a rebuilt index reads them all), and they are rewound too. The new epoch goes with them.
+            with self.index.writing() as writer:
+                writer.mark_rewound(session_id, archived_sequences(path))
+                writer.session(session_id, record.workspace_id, record.agent_name, record.archived, epoch)
 
     def _write(self, writer, session_id, state, rows, secrets):
         open_row = state["open_row"]
