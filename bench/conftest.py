@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
