@@ -7,6 +7,7 @@ daemon's behaviour through these methods, which return the documents the API ans
 import json
 import logging
 import threading
+from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
@@ -14,7 +15,10 @@ from typing import Any, Iterator, Mapping
 from compozy import __version__, parsing, serialize
 from compozy.api import OPERATIONS
 from compozy.clock import SYSTEM
+from compozy.config_problems import ConfigError
 from compozy.errors import CompozyError
+from compozy.fleet.catalog import FleetCatalog, FleetDown
+from compozy.fleet.mirror import FleetMirror
 from compozy.ids import validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, files, observing, rewind, sources
@@ -65,9 +69,11 @@ SHUTDOWN_JOIN_SECONDS = 2.0  # what the background threads get to end before the
 
 class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls, files.FileOperations,
                      InboxViews, UsageViews):
-    def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None):
+    def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None, address=None):
         """clock and processes are the time and the process table the timers and the stop ladder read;
-        endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere."""
+        endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere;
+        address: this daemon's HTTP address, what the fleet's other nodes reach it by unless [fleet] advertise
+        says otherwise."""
         self.home = home.ensure()
         self.catalog = Catalog(home.catalog_file)
         self.store = SessionStore(home, self.catalog, EventLogPool(home), agent_defaults=self._agent_defaults)
@@ -87,6 +93,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         self.deriver = Deriver(self.services, self.engine, self._session, self.workspaces)
         self.observers = observing.observe(self)
         self.indexer, self.keeper = self.observers["search"], self.observers["retention"]
+        self.fleet = self._join_fleet(config.fleet, address)
 
     # -- daemon lifecycle ---------------------------------------------------------------
 
@@ -144,6 +151,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         """Create a durable logical session: active, runtime unbound, no agent process. identity: the
         (session ID, binding secret) a bound agent presents; it is the parent unless the body names one."""
         self._require_admission()
+        self._placed_here(body.get("node"))
         caller = self.services.identities.presented(*identity) if identity and any(identity) else None
         record = create_session(body, config=self.services.config, workspaces=self.workspaces, store=self.store,
                                 caller=caller)
@@ -187,6 +195,9 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         encoded=True answers JSON text assembled from each row's stored rendered read, so a
         page of 1,000 sessions costs one query and a join, not 1,000 decodes and encodes.
         """
+        if query.get("scope") == "fleet":
+            fleet = self._list_fleet(query)
+            return serialize.JSONText(serialize.encode(fleet)) if encoded else fleet
         limit, cursor = query.get("limit") or DEFAULT_LIST_LIMIT, query.get("cursor")
         rows, has_more, total = self.catalog.list_sessions(list_filters(query, self.workspaces), limit, cursor)
         page = {"limit": limit, "total": total, "has_more": has_more,
@@ -338,6 +349,96 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         """What a continue or fork would carry right now, at which fences; it never writes."""
         return sources.preview(self._session(session_id, workspace), self.services, query)
 
+    # -- the fleet (docs/fleet.md) ------------------------------------------------------------------
+
+    def _join_fleet(self, settings, address):
+        """The mirror of this node in the fleet catalog ([fleet] in config.toml), None when in no fleet."""
+        if settings is None:
+            return None
+        if settings.advertise is None:
+            settings = replace(settings, advertise=address)
+        try:
+            catalog = FleetCatalog(settings.database, settings.unreachable_after)
+        except FleetDown as exc:
+            raise ConfigError(f"{self.services.config.path}: fleet: {exc}") from None
+        mirror = FleetMirror(self.services, settings, catalog, __version__, self._mirror_rows, self._fleet_workspaces)
+        return self.services.observers.add(mirror)
+
+    def _placed_here(self, node):
+        """A creation that names a node reaches the façade only when it is this one (or auto placed it here):
+        the HTTP surface relays the others to their node."""
+        if node is None:
+            return
+        if self.fleet is None:
+            raise CompozyError("fleet_not_configured", f"this daemon is in no fleet, so it cannot place a session "
+                                                       f"on node {node!r}", node=node)
+        if node not in ("auto", self.fleet.node):
+            raise CompozyError("node_not_found", f"this surface cannot reach node {node!r}; ask it over HTTP",
+                               node=node)
+
+    def _fleet_catalog(self):
+        if self.fleet is None:
+            raise CompozyError("fleet_not_configured", "this daemon is in no fleet: add a [fleet] table to "
+                                                       "config.toml (docs/fleet.md) and restart it")
+        return self.fleet.catalog
+
+    def list_nodes(self) -> dict:
+        """The fleet's nodes: address, version, health, last heartbeat and load."""
+        catalog = self._fleet_catalog()
+        try:
+            nodes = catalog.nodes()
+        except FleetDown as exc:
+            raise fleet_unavailable(exc) from None
+        return {"nodes": [serialize.node_resource(n, n["name"] == self.fleet.node) for n in nodes]}
+
+    def _list_fleet(self, query):
+        limit, cursor = query.get("limit") or DEFAULT_LIST_LIMIT, query.get("cursor")
+        catalog = self._fleet_catalog()
+        filters = {"workspace": query.get("workspace"), "state": query.get("state"), "agent_name": query.get("agent"),
+                   "parent_session_id": query.get("parent"), "root_session_id": query.get("root"),
+                   "archive": query.get("archive", "exclude")}
+        try:
+            if filters["workspace"] is not None and not catalog.workspace_known(filters["workspace"]):
+                raise CompozyError("workspace_not_found", f"no node of the fleet has a workspace {filters['workspace']!r}",
+                                   workspace=filters["workspace"])
+            rows, has_more, total = catalog.list_sessions(filters, limit, cursor)
+        except FleetDown as exc:
+            raise fleet_unavailable(exc) from None
+        page = {"limit": limit, "total": total, "has_more": has_more,
+                "next_cursor": rows[-1][0] if has_more and rows else None}
+        sessions, open_items = [], {}
+        for session_id, text, node, up, attention in rows:
+            resource = json.loads(text)
+            if attention:
+                open_items[session_id] = attention
+            sessions.append({**resource, "node": {"name": node, "status": "up" if up else "node_unreachable"}})
+        return {"sessions": sessions, "page": page, "open_items": open_items, "scope": "fleet"}
+
+    def _mirror_rows(self, session_ids):
+        """The fleet catalog's rows of these sessions (compozy.fleet.catalog.SESSION_COLUMNS), and the IDs this
+        node no longer indexes."""
+        counts = self.catalog.attention.counts(list(session_ids))
+        names = {w["id"]: w["name"] for w in self.workspaces.list()}
+        rows, gone = [], []
+        for session_id in session_ids:
+            live = self.live.get(session_id)
+            flags = self.catalog.session_flags(session_id)
+            record = live.record if live is not None else self.store.get(session_id) if flags else None
+            if record is None or not flags or flags["orphaned"]:
+                gone.append(session_id)
+                continue
+            resource = self._resource(record)
+            lineage = record.lineage or {}
+            rows.append((record.id, self.fleet.node, record.workspace_id, names.get(record.workspace_id, ""),
+                         record.name, record.state, record.runtime.status, record.agent_name, bool(record.archived),
+                         lineage.get("parent_session_id"), lineage.get("root_session_id") or record.id,
+                         counts.get(session_id, 0), record.updated_at, serialize.encode(resource)))
+        return rows, gone
+
+    def _fleet_workspaces(self):
+        shared = set(self.fleet.settings.shared_storage)
+        return [(w["name"], w["id"], w["path"], w["name"] in shared) for w in self.workspaces.list()]
+
     # -- helpers --------------------------------------------------------------------------------
 
     def _require_admission(self):
@@ -387,6 +488,10 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
 
     def _catalog_changed(self, change, record):
         catalog_changed(self.services.catalog_feed, change, record)
+
+
+def fleet_unavailable(exc):
+    return CompozyError("fleet_catalog_unavailable", f"the fleet catalog (PostgreSQL) cannot be reached: {exc}")
 
 
 # Each façade method the table names takes its operation's parsed request (compozy/parsing.py).

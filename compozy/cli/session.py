@@ -44,6 +44,8 @@ def session():
               shell_complete=complete_sessions)
 @click.option("--lineage-kind", type=click.Choice(["provenance", "recovery"]), help="with --parent only")
 @click.option("--type", type=choice("session.create", "type"), help="session type")
+@click.option("--node", help="in a fleet: the node to create it on, or auto (the one with the most free capacity "
+              "that has the workspace)")
 @click.option("-q", "--quiet", is_flag=True, help="print only the new session's ID")
 @output_option()
 @click.pass_obj
@@ -58,6 +60,7 @@ def new(obj, cwd, quiet, output, **fields):
     Example:
       compozy session new --cwd ~/src/app --name refactor
       compozy session new --workspace app -q
+      compozy session new --workspace app --node auto
     """
     if cwd or not fields["workspace"]:
         fields["workspace_path"] = os.path.abspath(cwd or os.getcwd())
@@ -89,19 +92,26 @@ def agent_identity():
 @click.option("--archive", type=choice("session.list", "archive"), help="archived sessions (default exclude)")
 @click.option("--limit", type=click.IntRange(1, 1000), help="page size (default 100)")
 @click.option("--cursor", help="next_cursor of the previous page")
+@click.option("--scope", type=choice("session.list", "scope"), help="local: this daemon's sessions (default); "
+              "fleet: every node's, from the fleet catalog")
+@click.option("--fleet", is_flag=True, help="the same as --scope fleet: every node's sessions, with a NODE column")
 @quiet_option("session IDs")
 @output_option()
 @click.pass_obj
-def list_(obj, output, quiet, **filters):
+def list_(obj, output, quiet, fleet, **filters):
     """List sessions, newest first (a header line on a terminal; -q for IDs only).
 
     \b
     Example:
       compozy session list --state active --limit 20
       compozy session list -q | xargs -n1 compozy session stop
+      compozy session list --fleet
     """
+    if fleet:
+        filters["scope"] = "fleet"
     document = obj.call("session.list", **filters)
-    emit(document, output, lambda d: session_table(d["sessions"], quiet, d.get("open_items")))
+    emit(document, output, lambda d: session_table(d["sessions"], quiet, d.get("open_items"),
+                                                   fleet=filters.get("scope") == "fleet"))
 
 
 @session.command("get")

@@ -1,0 +1,254 @@
+"""The fleet catalog in PostgreSQL: the nodes, their workspaces, the mirror of every node's session index,
+and the adoption leases.
+
+Layer 2 (storage). peewee's PostgresqlDatabase with psycopg (3) as the driver; peewee models define the
+tables, the statements on the hot paths are raw SQL. Time is PostgreSQL's own (`now()`, seconds since the
+epoch): a heartbeat and its age are measured by one clock whatever the hosts' clocks say. Each thread uses a
+connection of its own (peewee's default); a statement that fails on a lost connection closes it, and the next
+one connects again. Every failure reaches the caller as FleetDown.
+"""
+
+import logging
+from contextlib import contextmanager
+
+from peewee import (BigIntegerField, BooleanField, CompositeKey, DatabaseError, DoubleField, ImproperlyConfigured,
+                    IntegerField, InterfaceError, Model, PostgresqlDatabase, TextField)
+
+log = logging.getLogger("compozy.fleet")
+
+CONNECT_TIMEOUT = 3
+STATEMENT_TIMEOUT_MS = 5000
+SCHEMA_LOCK = 0x636F6D70  # pg_advisory_xact_lock key: one node creates the tables at a time
+NOW = "extract(epoch from clock_timestamp())"
+SESSION_COLUMNS = ("id", "node", "workspace_id", "workspace", "name", "state", "runtime_status", "agent_name",
+                   "archived", "parent_session_id", "root_session_id", "attention", "updated_at", "resource")
+NODE_COLUMNS = ("name", "address", "version", "started_at", "last_heartbeat", "stopped", "max_agents",
+                "free_memory", "live_agents", "sessions")
+
+
+class FleetDown(Exception):
+    """The fleet catalog cannot be reached (or refused a statement); the message says why."""
+
+
+def make_models(db):
+    class Base(Model):
+        class Meta:
+            database = db
+
+    class Node(Base):
+        name = TextField(primary_key=True)
+        address = TextField()
+        version = TextField()
+        started_at = DoubleField()
+        last_heartbeat = DoubleField()
+        stopped = BooleanField(default=False)
+        max_agents = IntegerField(default=0)
+        free_memory = BigIntegerField(default=0)
+        live_agents = IntegerField(default=0)
+        sessions = IntegerField(default=0)
+
+        class Meta:
+            table_name = "fleet_nodes"
+
+    class Workspace(Base):
+        node = TextField()
+        name = TextField()
+        workspace_id = TextField()
+        path = TextField()
+        shared_storage = BooleanField(default=False)
+
+        class Meta:
+            table_name = "fleet_workspaces"
+            primary_key = CompositeKey("node", "name")
+
+    class Session(Base):
+        id = TextField(primary_key=True)
+        node = TextField(index=True)
+        workspace_id = TextField()
+        workspace = TextField(index=True)
+        name = TextField(null=True)
+        state = TextField()
+        runtime_status = TextField(null=True)
+        agent_name = TextField()
+        archived = BooleanField(default=False)
+        parent_session_id = TextField(null=True, index=True)
+        root_session_id = TextField(index=True)
+        attention = IntegerField(default=0)
+        updated_at = TextField()
+        resource = TextField()
+
+        class Meta:
+            table_name = "fleet_sessions"
+            indexes = ((("archived", "id"), False),)
+
+    class Lease(Base):
+        session_id = TextField(primary_key=True)
+        node = TextField()
+        token = BigIntegerField()
+        acquired_at = DoubleField()
+
+        class Meta:
+            table_name = "fleet_leases"
+
+    return Node, Workspace, Session, Lease
+
+
+class FleetCatalog:
+    def __init__(self, url, lapse=15):
+        """lapse: seconds without a heartbeat after which a node is unreachable ([fleet] unreachable_after)."""
+        self.alive = f"(n.stopped = false AND {NOW} - n.last_heartbeat <= {float(lapse)})"
+        self.db = PostgresqlDatabase(url, prefer_psycopg3=True, autoconnect=True, connect_timeout=CONNECT_TIMEOUT,
+                                     options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
+        self.models = make_models(self.db)
+        try:
+            self.db._adapter.check_driver()
+        except ImproperlyConfigured:
+            raise FleetDown("the PostgreSQL driver psycopg is not installed: pip install 'psycopg[binary]' "
+                            "(or compozy[fleet])") from None
+
+    @contextmanager
+    def _statements(self):
+        try:
+            yield self.db
+        except (DatabaseError, InterfaceError, OSError) as exc:
+            try:
+                self.db.close()  # a lost connection: the next statement connects again
+            except (DatabaseError, InterfaceError, OSError):
+                pass
+            raise FleetDown(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
+
+    def _rows(self, sql, params=()):
+        """The statement's rows; on a connection that was open before (PostgreSQL may have restarted since) a
+        failure is tried once more on a new one (every statement here may run twice)."""
+        reused = not self.db.is_closed()
+        try:
+            with self._statements() as db:
+                return db.execute_sql(sql, params).fetchall()
+        except FleetDown:
+            if not reused:
+                raise
+        with self._statements() as db:
+            return db.execute_sql(sql, params).fetchall()
+
+    def close(self):
+        try:
+            self.db.close()
+        except (DatabaseError, InterfaceError, OSError):
+            pass
+
+    def create_tables(self):
+        with self._statements() as db, db.atomic():
+            db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            db.create_tables(self.models, safe=True)
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def register(self, name, address, version, max_agents):
+        """This node joins (or joins again): its address and version, a fresh heartbeat, not stopped."""
+        self._rows(f"INSERT INTO fleet_nodes (name, address, version, started_at, last_heartbeat, stopped, max_agents, "
+                   f"free_memory, live_agents, sessions) VALUES (%s, %s, %s, {NOW}, {NOW}, false, %s, 0, 0, 0) "
+                   f"ON CONFLICT (name) DO UPDATE SET address = excluded.address, version = excluded.version, "
+                   f"started_at = excluded.started_at, last_heartbeat = excluded.last_heartbeat, stopped = false, "
+                   f"max_agents = excluded.max_agents RETURNING name", (name, address, version, max_agents))
+
+    def heartbeat(self, name, free_memory, live_agents, sessions):
+        self._rows(f"UPDATE fleet_nodes SET last_heartbeat = {NOW}, stopped = false, free_memory = %s, "
+                   f"live_agents = %s, sessions = %s WHERE name = %s RETURNING name",
+                   (free_memory, live_agents, sessions, name))
+
+    def leave(self, name):
+        """A graceful stop: the node says it is gone rather than letting its heartbeat lapse."""
+        self._rows("UPDATE fleet_nodes SET stopped = true WHERE name = %s RETURNING name", (name,))
+
+    def nodes(self):
+        """Every node with its age since the last heartbeat and whether it is up (PostgreSQL's clock)."""
+        rows = self._rows(f"SELECT {', '.join('n.' + c for c in NODE_COLUMNS)}, {NOW} - n.last_heartbeat, {self.alive} "
+                          f"FROM fleet_nodes n ORDER BY n.name")
+        return [_node(row) for row in rows]
+
+    def node(self, name):
+        return next((n for n in self.nodes() if n["name"] == name), None)
+
+    # -- workspaces ---------------------------------------------------------------------------
+
+    def set_workspaces(self, node, workspaces):
+        """This node's workspaces: [(name, workspace_id, path, shared_storage)], replacing what it said before."""
+        with self._statements() as db, db.atomic():
+            db.execute_sql("DELETE FROM fleet_workspaces WHERE node = %s", (node,))
+            if workspaces:
+                db.cursor().executemany("INSERT INTO fleet_workspaces (node, name, workspace_id, path, shared_storage) "
+                                        "VALUES (%s, %s, %s, %s, %s)", [(node, *w) for w in workspaces])
+
+    def workspace_known(self, workspace):
+        return bool(self._rows("SELECT 1 FROM fleet_workspaces WHERE name = %s OR workspace_id = %s LIMIT 1",
+                               (workspace, workspace)))
+
+    def place(self, workspace=None, path=None):
+        """The node that has the workspace (by name, or a path) and the most free capacity: (name, address),
+        None when no node that is up has it."""
+        column, value = ("w.name", workspace) if workspace is not None else ("w.path", path)
+        rows = self._rows(f"SELECT n.name, n.address FROM fleet_nodes n JOIN fleet_workspaces w ON w.node = n.name "
+                          f"WHERE {column} = %s AND {self.alive} ORDER BY n.max_agents - n.live_agents DESC, "
+                          f"n.free_memory DESC, n.name LIMIT 1", (value,))
+        return tuple(rows[0]) if rows else None
+
+    # -- the session mirror ---------------------------------------------------------------------
+
+    def upsert_sessions(self, rows):
+        """Mirror rows (SESSION_COLUMNS order). A row another node owns now (adopted) is left alone: a node
+        that lost a session never writes it back."""
+        if not rows:
+            return
+        columns = ", ".join(SESSION_COLUMNS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in SESSION_COLUMNS[1:] if c != "node")
+        with self._statements() as db:
+            db.cursor().executemany(
+                f"INSERT INTO fleet_sessions ({columns}) VALUES ({', '.join(['%s'] * len(SESSION_COLUMNS))}) "
+                f"ON CONFLICT (id) DO UPDATE SET {updates} WHERE fleet_sessions.node = excluded.node", rows)
+
+    def delete_sessions(self, node, session_ids):
+        if session_ids:
+            self._rows("DELETE FROM fleet_sessions WHERE node = %s AND id = ANY(%s) RETURNING id",
+                       (node, list(session_ids)))
+
+    def mirrored_ids(self, node):
+        return {row[0] for row in self._rows("SELECT id FROM fleet_sessions WHERE node = %s", (node,))}
+
+    def owner(self, session_id):
+        """{"node", "address", "up"} of the node that owns the session, None when the fleet has no such session."""
+        rows = self._rows(f"SELECT s.node, n.address, COALESCE({self.alive}, false) FROM fleet_sessions s "
+                          f"LEFT JOIN fleet_nodes n ON n.name = s.node WHERE s.id = %s", (session_id,))
+        return {"node": rows[0][0], "address": rows[0][1], "up": bool(rows[0][2])} if rows else None
+
+    def list_sessions(self, filters, limit, cursor=None):
+        """A page of the fleet's sessions, newest first, keyset by ID: ([(id, resource, node, node up, open items)],
+        has_more, total) with the node's open attention items; filters as the local list's (compozy.session.records.listing), the workspace by
+        name or ID."""
+        where, params = [], []
+        if filters.get("workspace") is not None:
+            where.append("(s.workspace = %s OR s.workspace_id = %s)")
+            params += [filters["workspace"]] * 2
+        for column in ("state", "agent_name", "parent_session_id", "root_session_id"):
+            if filters.get(column) is not None:
+                where.append(f"s.{column} = %s")
+                params.append(filters[column])
+        archive = filters.get("archive", "exclude")
+        if archive != "include":
+            where.append("s.archived = %s")
+            params.append(archive == "only")
+        condition = " AND ".join(where) or "true"
+        page_condition = condition + (" AND s.id < %s" if cursor else "")
+        page_params = params + ([cursor] if cursor else [])
+        rows = self._rows(f"SELECT s.id, s.resource, s.node, COALESCE({self.alive}, false), s.attention FROM fleet_sessions s "
+                          f"LEFT JOIN fleet_nodes n ON n.name = s.node WHERE {page_condition} "
+                          f"ORDER BY s.id DESC LIMIT %s", page_params + [limit + 1])
+        total = self._rows(f"SELECT COUNT(*) FROM fleet_sessions s WHERE {condition}", params)[0][0]
+        return [tuple(r) for r in rows[:limit]], len(rows) > limit, total
+
+
+def _node(row):
+    data = dict(zip(NODE_COLUMNS, row))
+    age, up = row[len(NODE_COLUMNS)], row[len(NODE_COLUMNS) + 1]
+    data["heartbeat_age"] = round(max(age, 0.0), 3)
+    data["up"] = bool(up)
+    return data

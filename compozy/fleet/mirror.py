@@ -1,0 +1,168 @@
+"""This node in the fleet: it registers, heartbeats and mirrors its session index into the fleet catalog.
+
+Layer 4 (an observer of the daemon's sessions). One thread (`fleet-mirror`, started through services.threads)
+does all of it, so nothing the sessions do waits on PostgreSQL: the local catalog commits first, as always;
+its change is published on the catalog feed (or the inbox changes a session's count of open items); the
+thread reads those, keeps the IDs in a dirty set and writes their rows after. The agents' output path never
+meets it. When the fleet catalog cannot be reached, the dirty set is kept and the thread says so once in the
+log; when it answers again the node registers again and sends every row (a full resync), as at start.
+"""
+
+import logging
+import threading
+
+from compozy.fleet.catalog import FleetDown
+
+log = logging.getLogger("compozy.fleet")
+
+TICK_SECONDS = 0.25  # how often the thread reads what changed
+HEARTBEAT_SECONDS = 2.0
+BATCH = 500
+
+
+def free_memory(meminfo="/proc/meminfo"):
+    """Bytes of memory available to new processes (MemAvailable), 0 when unknown."""
+    try:
+        with open(meminfo, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+class FleetMirror:
+    def __init__(self, services, settings, catalog, version, rows_of, workspaces_of):
+        """rows_of(ids) -> (mirror rows of the sessions still indexed here, the IDs that are not);
+        workspaces_of() -> [(name, workspace_id, path, shared_storage)] of this node."""
+        self.services, self.settings, self.catalog, self.version = services, settings, catalog, version
+        self.rows_of, self.workspaces_of = rows_of, workspaces_of
+        self.address = settings.advertise
+        self._dirty, self._lock = set(), threading.Lock()
+        self._wake, self._stopped = threading.Event(), threading.Event()
+        self._joined, self._down_since = False, None
+        self._feed_cursor = services.catalog_feed.last_sequence
+        self._attention_change = 0
+        self._workspaces = None
+        self._next_heartbeat = 0.0
+        self._thread = None
+
+    @property
+    def node(self):
+        return self.settings.node
+
+    # -- observer signals ---------------------------------------------------------------------
+
+    def started(self):
+        self._attention_change = self.services.catalog.attention.last_change
+        self._thread = self.services.threads.start("fleet-mirror", self._run)
+
+    def created(self, record):
+        self.mark(record.id)
+
+    def removed(self, record):
+        self.mark(record.id)
+
+    def state_changed(self, session, old, new):
+        self.mark(session.id)
+
+    def closing(self):
+        self._stopped.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        try:
+            if self._joined:
+                self._flush()
+                self.catalog.leave(self.node)
+        except FleetDown as exc:
+            log.warning("fleet: could not say this node left: %s", exc)
+        self.catalog.close()
+
+    def mark(self, *session_ids):
+        with self._lock:
+            self._dirty.update(session_ids)
+        self._wake.set()
+
+    def pending(self):
+        with self._lock:
+            return len(self._dirty)
+
+    # -- the thread -------------------------------------------------------------------------------
+
+    def _run(self):
+        while not self._stopped.is_set():
+            try:
+                if not self._joined:
+                    self._join()
+                self._changes()
+                self._sync_workspaces()
+                if self.services.clock.monotonic() >= self._next_heartbeat:
+                    self._heartbeat()
+                self._flush()
+                if self._down_since is not None:
+                    log.info("fleet: the catalog answers again")
+                    self._down_since = None
+            except FleetDown as exc:
+                self._joined = False
+                if self._down_since is None:
+                    self._down_since = self.services.clock.monotonic()
+                    log.warning("fleet: the catalog cannot be reached (%s); this node keeps its changes and sends "
+                                "them when it answers again", exc)
+            except Exception:  # noqa: BLE001 (the mirror never takes the daemon down)
+                log.exception("fleet: the mirror failed; it tries again")
+            self._wake.wait(TICK_SECONDS if self._down_since is None else HEARTBEAT_SECONDS)
+            self._wake.clear()
+
+    def _join(self):
+        """Register (again) and send every row: after the start or an outage nothing that changed is lost."""
+        self.catalog.create_tables()
+        self.catalog.register(self.node, self.address, self.version, self.settings.max_agents)
+        self._workspaces = None
+        local = set(self.services.catalog.session_ids())
+        gone = self.catalog.mirrored_ids(self.node) - local
+        self.catalog.delete_sessions(self.node, gone)
+        self.mark(*local)
+        self._next_heartbeat = 0.0
+        self._joined = True
+        log.info("fleet: node %s joined at %s", self.node, self.address)
+
+    def _changes(self):
+        items = self.services.catalog_feed.after(self._feed_cursor, 0)
+        if items is None:  # fell behind the feed's ring: every session again
+            self._feed_cursor = self.services.catalog_feed.last_sequence
+            self.mark(*self.services.catalog.session_ids())
+        else:
+            for item in items:
+                self._feed_cursor = item["sequence"]
+                if item.get("session_id"):
+                    self.mark(item["session_id"])
+        for item in self.services.catalog.attention.changes_after(self._attention_change):
+            self._attention_change = max(self._attention_change, item.get("changed") or 0)
+            if item.get("session_id"):
+                self.mark(item["session_id"])
+
+    def _heartbeat(self):
+        live = [s for s in self.services.live_sessions() if s.runtime is not None]
+        self.catalog.heartbeat(self.node, free_memory(), len(live), len(self.services.catalog.session_ids()))
+        self._next_heartbeat = self.services.clock.monotonic() + HEARTBEAT_SECONDS
+
+    def _sync_workspaces(self):
+        """This node's workspaces, when they changed (a placement looks them up)."""
+        workspaces = sorted(self.workspaces_of())
+        if workspaces != self._workspaces:
+            self.catalog.set_workspaces(self.node, workspaces)
+            self._workspaces = workspaces
+
+    def _flush(self):
+        with self._lock:
+            dirty, self._dirty = sorted(self._dirty), set()
+        try:
+            for start in range(0, len(dirty), BATCH):
+                rows, gone = self.rows_of(dirty[start:start + BATCH])
+                self.catalog.upsert_sessions(rows)
+                self.catalog.delete_sessions(self.node, gone)
+        except BaseException:
+            self.mark(*dirty)  # kept for the next try (after a full resync, they are among all)
+            raise

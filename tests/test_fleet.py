@@ -1,0 +1,313 @@
+"""A fleet (docs/fleet.md): real daemons on loopback, each with its own home, sharing one real PostgreSQL
+server (tests/harness/postgres.py). Skipped, with the reason, where no PostgreSQL can be started.
+
+One list across nodes, the nodes and their load, an operation on another node's session relayed to it (its
+answer byte for byte, a stream as it is written), placement, the fleet secret refused, a node killed with
+SIGKILL shown unreachable, and an outage of PostgreSQL caught up.
+"""
+
+import json
+import os
+import urllib.error
+import urllib.request
+
+import pytest
+
+from compozy.config import ConfigError, load
+from tests.harness.api import spath, wait_for
+from tests.harness.cli import run_cli
+from tests.harness.daemon import DaemonProcess
+from tests.harness.postgres import PostgresServer, unavailable
+from tests.harness.sse import Viewer
+
+SECRET = "a-fleet-secret-of-some-length-0123456789"
+NODE_HEADER, SECRET_HEADER = "X-Compozy-Fleet-Node", "X-Compozy-Fleet-Secret"
+LAPSE = 5  # [fleet] unreachable_after in these tests (15 by default)
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"no PostgreSQL for the fleet tests: {reason}")
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def secret_file(folder, text=SECRET, mode=0o600):
+    path = folder / "fleet-secret"
+    path.write_text(text + "\n")
+    os.chmod(path, mode)
+    return path
+
+
+def write_config(home, text):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text)
+    os.chmod(home / "config.toml", 0o600)
+
+
+def node_config(database, name, secret, **extra):
+    lines = [f'database = "{database}"', f'node = "{name}"', f'secret_file = "{secret}"',
+             f"unreachable_after = {LAPSE}", *(f"{k} = {json.dumps(v)}" for k, v in extra.items())]
+    return "[fleet]\n" + "\n".join(lines) + "\n"
+
+
+def start_node(root, database, name, secret, **extra):
+    home = root / name
+    write_config(home, node_config(database, name, secret, **extra))
+    return DaemonProcess(home).start()
+
+
+def call(daemon, method, path, body=None, headers=None, auth=True):
+    """(status, headers, body bytes) of one request, whatever the status."""
+    data = json.dumps(body).encode() if body is not None else None
+    sent = {**(daemon.auth_headers if auth else {}), **({"Content-Type": "application/json"} if data else {}),
+            **(headers or {})}
+    request = urllib.request.Request(daemon.http_url + path, data=data, method=method, headers=sent)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, dict(answer.headers), answer.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, dict(refused.headers), refused.read()
+
+
+def document(daemon, method, path, body=None, **kwargs):
+    status, _, data = call(daemon, method, path, body, **kwargs)
+    return status, json.loads(data) if data else None
+
+
+def fleet_page(daemon, **query):
+    status, page = document(daemon, "GET", "/api/sessions?" + "&".join(f"{k}={v}" for k, v in
+                                                                      {"scope": "fleet", **query}.items()))
+    assert status == 200, page
+    return page
+
+
+def fleet_row(daemon, session_id):
+    return next((s for s in fleet_page(daemon, archive="include")["sessions"] if s["id"] == session_id), None)
+
+
+def create(daemon, workspace, **body):
+    status, answer = document(daemon, "POST", "/api/sessions", {"workspace_path": str(workspace), **body})
+    assert status == 201, answer
+    return answer["session"]
+
+
+# -- joining ------------------------------------------------------------------------------------------
+
+
+def test_the_fleet_stanza_is_checked_and_the_secret_must_be_owner_only(tmp_path):
+    home = tmp_path / "home"
+    readable = secret_file(tmp_path, mode=0o640)
+    write_config(home, node_config("postgresql://u@127.0.0.1:1/db", "alpha", readable))
+    with pytest.raises(ConfigError) as refused:
+        load(home / "config.toml")
+    assert "fleet.secret_file" in str(refused.value) and "chmod 600" in str(refused.value)
+    started = run_cli(home, "daemon", "run", "--http", "127.0.0.1:0", timeout=30)
+    assert started.returncode != 0 and "fleet.secret_file" in started.stdout + started.stderr
+    assert not (home / "daemon.json").exists()
+
+    os.chmod(readable, 0o600)
+    write_config(home, "[fleet]\ndatabase = \"mysql://x\"\nnode = \"a b\"\nsecret_file = \"relative\"\nspeed = 1\n")
+    with pytest.raises(ConfigError) as refused:
+        load(home / "config.toml")
+    said = str(refused.value)
+    for key in ("fleet.database", "fleet.node", "fleet.secret_file", "fleet.speed"):
+        assert key in said, said
+
+    os.environ["COMPOZY_TEST_FLEET_DB"] = "postgresql://u@127.0.0.1:1/db"
+    try:
+        write_config(home, f'[fleet]\ndatabase_env = "COMPOZY_TEST_FLEET_DB"\nnode = "alpha"\nsecret_file = "{readable}"\n')
+        fleet = load(home / "config.toml").fleet
+    finally:
+        del os.environ["COMPOZY_TEST_FLEET_DB"]
+    assert (fleet.node, fleet.database, fleet.secret) == ("alpha", "postgresql://u@127.0.0.1:1/db", SECRET)
+    assert SECRET not in repr(fleet) and "127.0.0.1:1" not in repr(fleet)
+    write_config(home, "")
+    assert load(home / "config.toml").fleet is None
+
+
+# -- one view, relayed operations, placement -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fleet(postgres, tmp_path_factory):
+    """Two nodes: alpha (room for 1 agent) and beta (room for 6), each with a workspace named proj."""
+    root = tmp_path_factory.mktemp("fleet")
+    database, secret = postgres.new_database(), secret_file(root)
+    nodes = {}
+    try:
+        for name, room in (("alpha", 1), ("beta", 6)):
+            nodes[name] = start_node(root, database, name, secret, max_agents=room)
+            folder = root / f"{name}-proj"
+            folder.mkdir()
+            assert document(nodes[name], "POST", "/api/workspaces", {"name": "proj", "path": str(folder)})[0] == 201
+        yield nodes["alpha"], nodes["beta"], root
+    finally:
+        for node in nodes.values():
+            node.stop()
+
+
+def test_every_node_lists_the_fleets_sessions_and_nodes(fleet):
+    alpha, beta, root = fleet
+    on_beta = [create(beta, root / "beta-proj", name=f"beta-{i}") for i in range(3)]
+    on_alpha = create(alpha, root / "alpha-proj", name="alpha-0")
+    everyone = {s["id"] for s in on_beta} | {on_alpha["id"]}
+    def listed():
+        page = fleet_page(alpha)
+        return page if everyone <= {s["id"] for s in page["sessions"]} else None
+    page = wait_for(listed, what="every session in the fleet list")
+    assert page["scope"] == "fleet"
+    nodes = {s["id"]: s["node"] for s in page["sessions"]}
+    assert {nodes[s["id"]]["name"] for s in on_beta} == {"beta"} and nodes[on_alpha["id"]]["name"] == "alpha"
+    assert all(node["status"] == "up" for node in nodes.values())
+    # The same filters and paging as the local list; a node's own list is unchanged.
+    first = fleet_page(beta, workspace="proj", limit=2)
+    assert first["page"]["has_more"] and len(first["sessions"]) == 2
+    rest = fleet_page(beta, workspace="proj", limit=2, cursor=first["page"]["next_cursor"])
+    seen = [s["id"] for s in first["sessions"] + rest["sessions"]]
+    assert seen == sorted(seen, reverse=True) and everyone <= set(seen + [s["id"] for s in fleet_page(
+        beta, workspace="proj", limit=1000)["sessions"]])
+    status, refused = document(alpha, "GET", "/api/sessions?scope=fleet&workspace=no-such")
+    assert (status, refused["code"]) == (404, "workspace_not_found")
+    status, local = document(alpha, "GET", "/api/sessions")
+    assert status == 200 and {s["id"] for s in local["sessions"]} == {on_alpha["id"]} and "node" not in local["sessions"][0]
+
+    status, listed = document(alpha, "GET", "/api/nodes")
+    assert status == 200
+    nodes = {n["name"]: n for n in listed["nodes"]}
+    assert set(nodes) >= {"alpha", "beta"} and nodes["alpha"]["this_node"] and not nodes["beta"]["this_node"]
+    assert nodes["beta"]["status"] == "up" and nodes["beta"]["address"] == beta.http_url
+    assert nodes["beta"]["capacity"]["max_agents"] == 6 and nodes["beta"]["capacity"]["free_memory"] > 0
+    assert nodes["beta"]["heartbeat_age"] < LAPSE
+
+    shown = run_cli(alpha.home, "session", "list", "--fleet")
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line for line in shown.stdout.splitlines()}
+    assert " beta " in rows[on_beta[0]["id"]] and " alpha " in rows[on_alpha["id"]]
+    shown = run_cli(beta.home, "nodes", "-o", "json")
+    assert shown.returncode == 0 and {n["name"] for n in json.loads(shown.stdout)["nodes"]} >= {"alpha", "beta"}
+    shown = run_cli(beta.home, "nodes")
+    assert shown.returncode == 0 and "beta *" in shown.stdout and "up" in shown.stdout
+
+
+def test_an_operation_on_another_nodes_session_is_relayed_to_it(fleet):
+    alpha, beta, root = fleet
+    session = create(beta, root / "beta-proj", name="relayed")
+    wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet catalog")
+    # A prompt sent to alpha runs on beta; a stream opened on alpha carries beta's events as they come.
+    viewer = Viewer(int(alpha.http_url.rsplit(":", 1)[1]), spath(session, "stream"))
+    assert viewer.status == 200 and viewer.content_type.startswith("text/event-stream")
+    status, admitted = document(alpha, "POST", spath(session, "prompt"), {"message": "hello from alpha"})
+    assert status == 200 and admitted["prompt"]["disposition"] == "started"
+    seen = []
+    for frame in viewer.frames():
+        seen.append(frame["event"])
+        if frame["event"] == "done":
+            break
+    viewer.close()
+    assert "user_message" in seen and "agent_message" in seen
+    # The owner's answer, byte for byte: through alpha, or asked of beta itself.
+    for path in (spath(session, "events"), spath(session, "history"), f"/api/sessions/{session['id']}/no-route"):
+        relayed, direct = call(alpha, "GET", path), call(beta, "GET", path)
+        assert relayed[0] == direct[0] and relayed[2] == direct[2], path
+        assert relayed[1]["Content-Type"] == direct[1]["Content-Type"]
+    # A prompt answered as an event stream is relayed as one.
+    status, headers, body = call(alpha, "POST", spath(session, "prompt"), {"message": "again"},
+                                 headers={"Accept": "text/event-stream"})
+    assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+    assert b"event: prompt" in body and b"event: done" in body
+    # Errors are the owner's too; a session the fleet does not know is this node's to refuse.
+    status, refused = document(alpha, "DELETE", spath(session, "prompt", "queue", "qent_01J9Z3K6Q4V8M2N5P7R9T1W3XY"))
+    assert (status, refused["code"]) == (404, "queue_entry_not_found")
+    status, refused = document(alpha, "GET", "/api/sessions/sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY")
+    assert (status, refused["code"]) == (404, "session_not_found")
+    # The relay still needs the client's credentials on alpha.
+    assert call(alpha, "GET", spath(session, "events"), auth=False)[0] == 401
+    status, stopped = document(alpha, "POST", spath(session, "stop"), {"wait": True})
+    assert status == 200 and stopped["state"] == "stopped" and stopped["verified"]
+    assert document(beta, "GET", f"/api/sessions/{session['id']}")[1]["session"]["state"] == "stopped"
+
+
+def test_the_fleet_secret_is_refused_unless_it_is_right_and_from_a_known_node(fleet):
+    alpha, beta, root = fleet
+    session = create(beta, root / "beta-proj", name="guarded")
+    path = spath(session, "events")
+    for headers in ({NODE_HEADER: "alpha", SECRET_HEADER: "wrong" * 8}, {NODE_HEADER: "mallory", SECRET_HEADER: SECRET},
+                    {NODE_HEADER: "beta", SECRET_HEADER: SECRET}, {SECRET_HEADER: SECRET}):
+        status, refused = document(beta, "GET", path, headers=headers, auth=False)
+        assert (status, refused["code"]) == (403, "fleet_secret_refused"), headers
+        assert SECRET not in json.dumps(refused)
+    status, answer = document(beta, "GET", path, headers={NODE_HEADER: "alpha", SECRET_HEADER: SECRET}, auth=False)
+    assert status == 200 and answer["events"] == []
+
+
+def test_a_new_session_is_placed_where_there_is_room_or_where_asked(fleet):
+    alpha, beta, root = fleet
+
+    def placed(daemon, **body):
+        status, answer = document(daemon, "POST", "/api/sessions", {"workspace": "proj", **body})
+        return answer["session"] if status == 201 else None
+    # auto: beta has more free room (6 agents to alpha's 1) and holds a workspace named proj.
+    auto = wait_for(lambda: placed(alpha, node="auto", name="auto"), what="a placement")
+    assert auto["cwd"] == str(root / "beta-proj")
+    status, local = document(beta, "GET", "/api/sessions?limit=1000")
+    assert auto["id"] in {s["id"] for s in local["sessions"]}
+    explicit = placed(beta, node="alpha", name="explicit")
+    assert explicit["cwd"] == str(root / "alpha-proj")
+    assert placed(alpha, node="alpha", name="here")["cwd"] == str(root / "alpha-proj")
+    status, refused = document(alpha, "POST", "/api/sessions", {"workspace": "proj", "node": "nowhere"})
+    assert (status, refused["code"], refused["details"]["node"]) == (404, "node_not_found", "nowhere")
+    status, refused = document(alpha, "POST", "/api/sessions", {"workspace": "elsewhere", "node": "auto"})
+    assert (status, refused["code"]) == (404, "workspace_not_found")
+
+
+# -- failures -------------------------------------------------------------------------------------------
+
+
+def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(postgres, tmp_path):
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret)
+    try:
+        workspace = tmp_path / "work"
+        workspace.mkdir()
+        doomed = create(gamma, workspace, name="doomed")
+        kept = create(alpha, workspace, name="kept")
+        wait_for(lambda: fleet_row(alpha, doomed["id"]), what="gamma's session in the fleet list")
+        gamma.kill()
+        row = wait_for(lambda: (r := fleet_row(alpha, doomed["id"]))["node"]["status"] == "node_unreachable" and r,
+                       timeout=LAPSE + 10, what="gamma's session flagged")
+        assert row["node"] == {"name": "gamma", "status": "node_unreachable"}
+        status, refused = document(alpha, "GET", spath(doomed, "events"))
+        assert (status, refused["code"], refused["details"]["node"]) == (503, "node_unreachable", "gamma")
+        nodes = {n["name"]: n["status"] for n in document(alpha, "GET", "/api/nodes")[1]["nodes"]}
+        assert nodes == {"alpha": "up", "gamma": "unreachable"}
+
+        # PostgreSQL goes away: the node works on, refuses only what needs the fleet, and catches up after.
+        postgres.stop()
+        try:
+            status, renamed = document(alpha, "PATCH", spath(kept), {"name": "renamed-in-outage"})
+            assert status == 200, renamed
+            during = create(alpha, workspace, name="made-in-outage")
+            status, refused = document(alpha, "GET", "/api/sessions?scope=fleet")
+            assert (status, refused["code"]) == (503, "fleet_catalog_unavailable")
+        finally:
+            postgres.start()
+        wait_for(lambda: (r := fleet_row(alpha, kept["id"])) and r["name"] == "renamed-in-outage",
+                 timeout=20, what="the rename mirrored after the outage")
+        assert fleet_row(alpha, during["id"])["name"] == "made-in-outage"
+        # A node that stops says so; its sessions stay listed, unreachable.
+        alpha.stop()
+        gamma.start()
+        nodes = {n["name"]: n["status"] for n in document(gamma, "GET", "/api/nodes")[1]["nodes"]}
+        assert nodes == {"alpha": "stopped", "gamma": "up"}
+        assert fleet_row(gamma, kept["id"])["node"]["status"] == "node_unreachable"
+    finally:
+        alpha.stop()
+        gamma.stop()
+
