@@ -28,6 +28,7 @@ from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair, requests as lifecycle
 from compozy.session.lifecycle.archives import ArchiveViews
 from compozy.session.lifecycle.boot import Reconciler
+from compozy.session.lifecycle.inbox import DISMISS
 from compozy.session.lifecycle.inbox_views import InboxViews
 from compozy.session.lifecycle.stop import Stopper
 from compozy.session.lifecycle.supervision import Supervisor
@@ -361,7 +362,8 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
             catalog = FleetCatalog(settings.database, settings.unreachable_after)
         except FleetDown as exc:
             raise ConfigError(f"{self.services.config.path}: fleet: {exc}") from None
-        mirror = FleetMirror(self.services, settings, catalog, __version__, self._mirror_rows, self._fleet_workspaces)
+        mirror = FleetMirror(self.services, settings, catalog, __version__, self._mirror_rows, self._fleet_workspaces,
+                             self._node_changed)
         return self.services.observers.add(mirror)
 
     def _placed_here(self, node):
@@ -434,6 +436,19 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
                          lineage.get("parent_session_id"), lineage.get("root_session_id") or record.id,
                          counts.get(session_id, 0), record.updated_at, serialize.encode(resource)))
         return rows, gone
+
+    def _node_changed(self, node):
+        """Another node's heartbeat lapsed (the attention item node_unreachable opens, once), or it answers again
+        or said it stopped (the item resolves)."""
+        cause = f"node:{node['name']}"
+        if node["up"] or node["stopped"]:
+            self.services.inbox.resolve_cause(cause, "the node answers again" if node["up"] else "the node stopped")
+            return
+        sessions = self.fleet.catalog.session_count(node["name"])
+        summary = (f"fleet node {node['name']} does not answer (no heartbeat for {node['heartbeat_age']:.0f} s); "
+                   f"its {sessions} sessions cannot be reached")
+        self.services.inbox.open(cause, "node_unreachable", None, summary, [DISMISS],
+                                 {"node": node["name"], "address": node["address"], "sessions": sessions})
 
     def _fleet_workspaces(self):
         shared = set(self.fleet.settings.shared_storage)

@@ -287,6 +287,9 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         assert (status, refused["code"], refused["details"]["node"]) == (503, "node_unreachable", "gamma")
         nodes = {n["name"]: n["status"] for n in document(alpha, "GET", "/api/nodes")[1]["nodes"]}
         assert nodes == {"alpha": "up", "gamma": "unreachable"}
+        item = wait_for(lambda: document(alpha, "GET", "/api/attention?kind=node_unreachable")[1]["items"],
+                        what="the inbox item")[0]
+        assert item["details"]["node"] == "gamma" and item["details"]["sessions"] == 1 and "gamma" in item["summary"]
 
         # PostgreSQL goes away: the node works on, refuses only what needs the fleet, and catches up after.
         postgres.stop()
@@ -301,9 +304,12 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         wait_for(lambda: (r := fleet_row(alpha, kept["id"])) and r["name"] == "renamed-in-outage",
                  timeout=20, what="the rename mirrored after the outage")
         assert fleet_row(alpha, during["id"])["name"] == "made-in-outage"
-        # A node that stops says so; its sessions stay listed, unreachable.
-        alpha.stop()
+        # gamma comes back: its item resolves. A node that stops says so; its sessions stay listed, unreachable.
         gamma.start()
+        wait_for(lambda: not document(alpha, "GET", "/api/attention?kind=node_unreachable")[1]["items"],
+                 what="the inbox item resolved")
+        assert fleet_row(alpha, doomed["id"])["node"]["status"] == "up"
+        alpha.stop()
         nodes = {n["name"]: n["status"] for n in document(gamma, "GET", "/api/nodes")[1]["nodes"]}
         assert nodes == {"alpha": "stopped", "gamma": "up"}
         assert fleet_row(gamma, kept["id"])["node"]["status"] == "node_unreachable"

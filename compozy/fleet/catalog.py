@@ -211,6 +211,10 @@ class FleetCatalog:
             self._rows("DELETE FROM fleet_sessions WHERE node = %s AND id = ANY(%s) RETURNING id",
                        (node, list(session_ids)))
 
+    def session_count(self, node):
+        """The sessions a node holds that are not archived, as its mirrored rows say."""
+        return self._rows("SELECT COUNT(*) FROM fleet_sessions WHERE node = %s AND archived = false", (node,))[0][0]
+
     def mirrored_ids(self, node):
         return {row[0] for row in self._rows("SELECT id FROM fleet_sessions WHERE node = %s", (node,))}
 

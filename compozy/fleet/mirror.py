@@ -33,11 +33,13 @@ def free_memory(meminfo="/proc/meminfo"):
 
 
 class FleetMirror:
-    def __init__(self, services, settings, catalog, version, rows_of, workspaces_of):
+    def __init__(self, services, settings, catalog, version, rows_of, workspaces_of, node_changed):
         """rows_of(ids) -> (mirror rows of the sessions still indexed here, the IDs that are not);
-        workspaces_of() -> [(name, workspace_id, path, shared_storage)] of this node."""
+        workspaces_of() -> [(name, workspace_id, path, shared_storage)] of this node; node_changed(node): another
+        node's status (catalog.nodes() row) is not what this node saw before (or seen the first time)."""
         self.services, self.settings, self.catalog, self.version = services, settings, catalog, version
-        self.rows_of, self.workspaces_of = rows_of, workspaces_of
+        self.rows_of, self.workspaces_of, self.node_changed = rows_of, workspaces_of, node_changed
+        self._statuses = {}
         self.address = settings.advertise
         self._dirty, self._lock = set(), threading.Lock()
         self._wake, self._stopped = threading.Event(), threading.Event()
@@ -147,6 +149,11 @@ class FleetMirror:
         live = [s for s in self.services.live_sessions() if s.runtime is not None]
         self.catalog.heartbeat(self.node, free_memory(), len(live), len(self.services.catalog.session_ids()))
         self._next_heartbeat = self.services.clock.monotonic() + HEARTBEAT_SECONDS
+        for node in self.catalog.nodes():
+            status = "up" if node["up"] else "stopped" if node["stopped"] else "unreachable"
+            if node["name"] != self.node and self._statuses.get(node["name"]) != status:
+                self._statuses[node["name"]] = status
+                self.node_changed(node)
 
     def _sync_workspaces(self):
         """This node's workspaces, when they changed (a placement looks them up)."""
