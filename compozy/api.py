@@ -429,6 +429,12 @@ FLEET_OPERATIONS = (
               "The fleet's nodes (docs/fleet.md): address, version, status (up, stopped, unreachable after 15 s "
               "without a heartbeat), last heartbeat, capacity and load", (Success(200, "NodeList"),), FLEET,
               cli=Cli("nodes")),
+    Operation("POST", "/api/sessions/<session_id>/adopt", "session.adopt", "adopt_session",
+              "Take over a session whose fleet node stopped heartbeating, when its workspace is on shared storage "
+              "(fleet.shared_storage): a new lease and fencing token in the fleet catalog, its folder moved into this "
+              "node's home and this node's workspace of the same name, then the boot repair a crash gets",
+              (Success(200, "AdoptionAnswer"),), ("invalid_request", "session_not_found", "session_not_adoptable",
+                                                  *ADMISSION, *FLEET), cli=_session_cli("session adopt")),
 )
 OPERATIONS += ATTENTION_OPERATIONS + USAGE_OPERATIONS + FLEET_OPERATIONS
 OPS = {operation.name: operation for operation in OPERATIONS}

@@ -52,6 +52,9 @@ ERRORS = {
     # 409
     "workspace_conflict": ErrorKind(409, "a workspace with that name or path already exists"),
     "agent_conflict": ErrorKind(409, "config.toml already defines an agent or provider of that name"),
+    "session_not_adoptable": ErrorKind(409, "the session cannot be adopted: its node answers, its workspace is not on "
+                                            "shared storage, this node lacks the workspace, its folder cannot be "
+                                            "read, or the lease was lost (details.reason)"),
     "fleet_not_configured": ErrorKind(409, "the operation needs a fleet and this daemon's config.toml has no [fleet]"),
     "session_archived": ErrorKind(409, "the session is archived"),
     "session_not_stopped": ErrorKind(409, "the operation needs a stopped session"),

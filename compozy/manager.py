@@ -6,6 +6,7 @@ daemon's behaviour through these methods, which return the documents the API ans
 
 import json
 import logging
+import shutil
 import threading
 from dataclasses import replace
 from functools import partial
@@ -17,6 +18,7 @@ from compozy.api import OPERATIONS
 from compozy.clock import SYSTEM
 from compozy.config_problems import ConfigError
 from compozy.errors import CompozyError
+from compozy.fleet import adoption
 from compozy.fleet.catalog import FleetCatalog, FleetDown
 from compozy.fleet.mirror import FleetMirror
 from compozy.ids import validate_id
@@ -56,6 +58,7 @@ from compozy.session.turns.choices import outcome
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
+from compozy.store.meta import read_meta
 from compozy.store.eventlog import EventLogPool
 
 log = logging.getLogger("compozy.manager")
@@ -363,7 +366,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         except FleetDown as exc:
             raise ConfigError(f"{self.services.config.path}: fleet: {exc}") from None
         mirror = FleetMirror(self.services, settings, catalog, __version__, self._mirror_rows, self._fleet_workspaces,
-                             self._node_changed)
+                             self._node_changed, self._fence)
         return self.services.observers.add(mirror)
 
     def _placed_here(self, node):
@@ -388,10 +391,11 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         """The fleet's nodes: address, version, health, last heartbeat and load."""
         catalog = self._fleet_catalog()
         try:
-            nodes = catalog.nodes()
+            nodes, workspaces = catalog.nodes(), catalog.workspaces()
         except FleetDown as exc:
             raise fleet_unavailable(exc) from None
-        return {"nodes": [serialize.node_resource(n, n["name"] == self.fleet.node) for n in nodes]}
+        return {"nodes": [serialize.node_resource(n, n["name"] == self.fleet.node, workspaces.get(n["name"], []))
+                          for n in nodes]}
 
     def _list_fleet(self, query):
         limit, cursor = query.get("limit") or DEFAULT_LIST_LIMIT, query.get("cursor")
@@ -434,7 +438,8 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
             rows.append((record.id, self.fleet.node, record.workspace_id, names.get(record.workspace_id, ""),
                          record.name, record.state, record.runtime.status, record.agent_name, bool(record.archived),
                          lineage.get("parent_session_id"), lineage.get("root_session_id") or record.id,
-                         counts.get(session_id, 0), record.updated_at, serialize.encode(resource)))
+                         counts.get(session_id, 0), record.updated_at, str(self.home.session_dir(record.id)),
+                         serialize.encode(resource)))
         return rows, gone
 
     def _node_changed(self, node):
@@ -449,6 +454,63 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
                    f"its {sessions} sessions cannot be reached")
         self.services.inbox.open(cause, "node_unreachable", None, summary, [DISMISS],
                                  {"node": node["name"], "address": node["address"], "sessions": sessions})
+
+    def adopt_session(self, session_id: str) -> dict:
+        """Take over a session whose node went away, from shared storage, under a new lease (docs/fleet.md)."""
+        self._require_admission()
+        catalog = self._fleet_catalog()
+        validate_id(session_id, "sess", not_found="session_not_found")
+        flags = self.catalog.session_flags(session_id)
+        if flags is not None and not flags["orphaned"]:
+            raise adoption.refuse(session_id, "already_here", f"session {session_id} is this node's already")
+        found = adoption.check(catalog, session_id, self.fleet.node, self._workspace_named)
+        staging, target = self.home.root / "adopting" / session_id, self.home.session_dir(session_id)
+        try:
+            adoption.copy_in(found["folder"], staging)
+        except OSError as exc:
+            raise adoption.refuse(session_id, "folder_unreachable", f"the session's folder {found['folder']} could not "
+                                  f"be copied: {exc}", node=found["node"]) from None
+        try:
+            token = catalog.take_lease(session_id, found["node"], self.fleet.node)
+        except FleetDown as exc:
+            token = None
+            reason = str(exc)
+        else:
+            reason = f"node {found['node']!r} answers again, or another node adopted the session first"
+        if token is None:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise adoption.refuse(session_id, "lease_lost", f"the lease was not taken: {reason}", node=found["node"])
+        adoption.settle_in(found["folder"], staging, target)
+        self.store.logs.forget(session_id)
+        record = SessionRecord.from_dict(read_meta(self.home.meta_file(session_id)))
+        adoption.repoint(record, self._workspace_named(found["workspace"]), found["path"], token, self.fleet.node,
+                         found["node"])
+        self.store.save(record, touch=False)
+        self.catalog.set_orphaned(session_id, False)
+        repair.repair_adopted(self.store, record, self.services.processes)
+        log.warning("adopted session %s from node %s (lease token %s)", session_id, found["node"], token)
+        self._catalog_changed("upserted", record)
+        self.fleet.mark(session_id)
+        return {"session": self._resource(record, precise=True),
+                "adoption": {"from_node": found["node"], "lease_token": token}}
+
+    def _workspace_named(self, name):
+        return self.catalog.workspace_by(name=name)
+
+    def _fence(self, taken):
+        """Sessions another node adopted from this one ({id: (node, token)}): never run here again."""
+        for session_id, (node, token) in taken.items():
+            flags = self.catalog.session_flags(session_id)
+            if flags is None or flags["orphaned"]:
+                continue
+            session = self.live.get(session_id)
+            if session is not None and session.state in LIVE_STATES and session.runtime is not None:
+                self.stopper.request(session, StopCause.SHUTDOWN, wait=True)
+            self.catalog.set_orphaned(session_id)
+            with self._live_lock:
+                self.live.pop(session_id, None)
+            log.warning("session %s was adopted by node %s (lease token %s): this node no longer runs it",
+                        session_id, node, token)
 
     def _fleet_workspaces(self):
         shared = set(self.fleet.settings.shared_storage)

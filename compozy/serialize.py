@@ -126,15 +126,16 @@ def workspace_resource(row):
     return {"id": row["id"], "name": row["name"], "path": row["path"], "created_at": row["created_at"]}
 
 
-def node_resource(node, this=False):
+def node_resource(node, this=False, workspaces=()):
     """A node of the fleet (compozy.fleet.catalog.FleetCatalog.nodes) as the API shows it; this: the node that
-    answers. status: up, stopped (it said it left) or unreachable (no heartbeat for 15 s)."""
+    answers; workspaces: the ones it serves. status: up, stopped (it said it left) or unreachable (no heartbeat
+    for fleet.unreachable_after)."""
     status = "up" if node["up"] else "stopped" if node["stopped"] else "unreachable"
     return {"name": node["name"], "address": node["address"], "version": node["version"], "status": status,
             "this_node": this, "started_at": _epoch_iso(node["started_at"]),
             "last_heartbeat": _epoch_iso(node["last_heartbeat"]), "heartbeat_age": node["heartbeat_age"],
             "capacity": {"max_agents": node["max_agents"], "free_memory": node["free_memory"]},
-            "load": {"live_agents": node["live_agents"], "sessions": node["sessions"]}}
+            "load": {"live_agents": node["live_agents"], "sessions": node["sessions"]}, "workspaces": list(workspaces)}
 
 
 def _epoch_iso(seconds):

@@ -91,6 +91,14 @@ def fleet_row(daemon, session_id):
     return next((s for s in fleet_page(daemon, archive="include")["sessions"] if s["id"] == session_id), None)
 
 
+def run_turn_on(daemon, session, message):
+    status, admitted = document(daemon, "POST", spath(session, "prompt"), {"message": message})
+    assert status == 200, admitted
+    turn = admitted["prompt"]["turn_id"]
+    return wait_for(lambda: [e for e in document(daemon, "GET", spath(session, "events"))[1]["events"]
+                             if e["turn_id"] == turn and e["type"] == "done"], what="the turn's end")
+
+
 def create(daemon, workspace, **body):
     status, answer = document(daemon, "POST", "/api/sessions", {"workspace_path": str(workspace), **body})
     assert status == 201, answer
@@ -146,6 +154,11 @@ def fleet(postgres, tmp_path_factory):
             folder = root / f"{name}-proj"
             folder.mkdir()
             assert document(nodes[name], "POST", "/api/workspaces", {"name": "proj", "path": str(folder)})[0] == 201
+
+        def served():
+            listed = document(nodes["alpha"], "GET", "/api/nodes")[1]["nodes"]
+            return {n["name"] for n in listed if "proj" in {w["name"] for w in n["workspaces"]}} == set(nodes)
+        wait_for(served, what="both nodes' workspaces in the fleet catalog")
         yield nodes["alpha"], nodes["beta"], root
     finally:
         for node in nodes.values():
@@ -184,6 +197,7 @@ def test_every_node_lists_the_fleets_sessions_and_nodes(fleet):
     assert nodes["beta"]["status"] == "up" and nodes["beta"]["address"] == beta.http_url
     assert nodes["beta"]["capacity"]["max_agents"] == 6 and nodes["beta"]["capacity"]["free_memory"] > 0
     assert nodes["beta"]["heartbeat_age"] < LAPSE
+    assert nodes["beta"]["workspaces"] == [{"name": "proj", "path": str(root / "beta-proj"), "shared_storage": False}]
 
     shown = run_cli(alpha.home, "session", "list", "--fleet")
     assert shown.returncode == 0, shown.stderr
@@ -272,12 +286,19 @@ def test_a_new_session_is_placed_where_there_is_room_or_where_asked(fleet):
 def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(postgres, tmp_path):
     database, secret = postgres.new_database(), secret_file(tmp_path)
     alpha = start_node(tmp_path, database, "alpha", secret)
-    gamma = start_node(tmp_path, database, "gamma", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret, shared_storage=["work"])
     try:
         workspace = tmp_path / "work"
         workspace.mkdir()
         doomed = create(gamma, workspace, name="doomed")
         kept = create(alpha, workspace, name="kept")
+        status, admitted = document(gamma, "POST", spath(doomed, "prompt"), {"message": "remember this"})
+        assert status == 200
+        wait_for(lambda: any(e["type"] == "done" for e in document(gamma, "GET", spath(doomed, "events"))[1]["events"]),
+                 what="gamma's turn")
+        before = document(gamma, "GET", spath(doomed, "events"))[1]["events"]
+        status, refused = document(alpha, "POST", f"/api/sessions/{doomed['id']}/adopt")
+        assert (status, refused["code"], refused["details"]["reason"]) == (409, "session_not_adoptable", "node_up")
         wait_for(lambda: fleet_row(alpha, doomed["id"]), what="gamma's session in the fleet list")
         gamma.kill()
         row = wait_for(lambda: (r := fleet_row(alpha, doomed["id"]))["node"]["status"] == "node_unreachable" and r,
@@ -290,6 +311,20 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         item = wait_for(lambda: document(alpha, "GET", "/api/attention?kind=node_unreachable")[1]["items"],
                         what="the inbox item")[0]
         assert item["details"]["node"] == "gamma" and item["details"]["sessions"] == 1 and "gamma" in item["summary"]
+
+        # alpha adopts it from shared storage: a new lease, its history whole, the same repair a boot runs.
+        status, adopted = document(alpha, "POST", f"/api/sessions/{doomed['id']}/adopt")
+        assert status == 200, adopted
+        assert adopted["adoption"] == {"from_node": "gamma", "lease_token": 1}
+        assert adopted["session"]["state"] == "stopped" and adopted["session"]["cwd"] == str(workspace)
+        after = document(alpha, "GET", spath(adopted["session"], "events"))[1]["events"]
+        assert [(e["sequence"], e["type"]) for e in after[:len(before)]] == [(e["sequence"], e["type"]) for e in before]
+        assert not (tmp_path / "gamma" / "sessions" / doomed["id"]).exists()
+        status, refused = document(alpha, "POST", f"/api/sessions/{doomed['id']}/adopt")
+        assert (status, refused["details"]["reason"]) == (409, "already_here")
+        wait_for(lambda: fleet_row(alpha, doomed["id"])["node"] == {"name": "alpha", "status": "up"},
+                 what="the fleet list names the adopter")
+        assert run_turn_on(alpha, adopted["session"], "still here?")
 
         # PostgreSQL goes away: the node works on, refuses only what needs the fleet, and catches up after.
         postgres.stop()
@@ -304,11 +339,16 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         wait_for(lambda: (r := fleet_row(alpha, kept["id"])) and r["name"] == "renamed-in-outage",
                  timeout=20, what="the rename mirrored after the outage")
         assert fleet_row(alpha, during["id"])["name"] == "made-in-outage"
-        # gamma comes back: its item resolves. A node that stops says so; its sessions stay listed, unreachable.
+        # gamma comes back: it no longer holds the adopted session (any request for it goes to alpha), its item
+        # resolves. A node that stops says so; its sessions stay listed, unreachable.
         gamma.start()
         wait_for(lambda: not document(alpha, "GET", "/api/attention?kind=node_unreachable")[1]["items"],
                  what="the inbox item resolved")
-        assert fleet_row(alpha, doomed["id"])["node"]["status"] == "up"
+        status, local = document(gamma, "GET", "/api/sessions")
+        assert doomed["id"] not in {s["id"] for s in local["sessions"]}
+        relayed, direct = call(gamma, "GET", spath(adopted["session"], "history")), \
+            call(alpha, "GET", spath(adopted["session"], "history"))
+        assert relayed[0] == 200 and relayed[2] == direct[2]
         alpha.stop()
         nodes = {n["name"]: n["status"] for n in document(gamma, "GET", "/api/nodes")[1]["nodes"]}
         assert nodes == {"alpha": "stopped", "gamma": "up"}

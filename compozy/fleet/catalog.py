@@ -21,7 +21,7 @@ STATEMENT_TIMEOUT_MS = 5000
 SCHEMA_LOCK = 0x636F6D70  # pg_advisory_xact_lock key: one node creates the tables at a time
 NOW = "extract(epoch from clock_timestamp())"
 SESSION_COLUMNS = ("id", "node", "workspace_id", "workspace", "name", "state", "runtime_status", "agent_name",
-                   "archived", "parent_session_id", "root_session_id", "attention", "updated_at", "resource")
+                   "archived", "parent_session_id", "root_session_id", "attention", "updated_at", "folder", "resource")
 NODE_COLUMNS = ("name", "address", "version", "started_at", "last_heartbeat", "stopped", "max_agents",
                 "free_memory", "live_agents", "sessions")
 
@@ -75,6 +75,7 @@ def make_models(db):
         root_session_id = TextField(index=True)
         attention = IntegerField(default=0)
         updated_at = TextField()
+        folder = TextField()  # the session's folder on its node (an adopter reaches it on shared storage)
         resource = TextField()
 
         class Meta:
@@ -84,7 +85,8 @@ def make_models(db):
     class Lease(Base):
         session_id = TextField(primary_key=True)
         node = TextField()
-        token = BigIntegerField()
+        token = BigIntegerField()  # the fencing token: one more at every adoption
+        previous_node = TextField(null=True, index=True)  # the node it was taken from, until that node fenced it
         acquired_at = DoubleField()
 
         class Meta:
@@ -166,6 +168,14 @@ class FleetCatalog:
                           f"FROM fleet_nodes n ORDER BY n.name")
         return [_node(row) for row in rows]
 
+    def workspaces(self):
+        """{node: [{"name", "path", "shared_storage"}]}: what each node serves, by name."""
+        found = {}
+        for node, name, path, shared in self._rows("SELECT node, name, path, shared_storage FROM fleet_workspaces "
+                                                   "ORDER BY node, name"):
+            found.setdefault(node, []).append({"name": name, "path": path, "shared_storage": bool(shared)})
+        return found
+
     def node(self, name):
         return next((n for n in self.nodes() if n["name"] == name), None)
 
@@ -223,6 +233,50 @@ class FleetCatalog:
         rows = self._rows(f"SELECT s.node, n.address, COALESCE({self.alive}, false) FROM fleet_sessions s "
                           f"LEFT JOIN fleet_nodes n ON n.name = s.node WHERE s.id = %s", (session_id,))
         return {"node": rows[0][0], "address": rows[0][1], "up": bool(rows[0][2])} if rows else None
+
+    # -- adoption: a lease with a fencing token -------------------------------------------------------
+
+    def adoption(self, session_id):
+        """What an adoption checks: {"node", "up", "workspace", "folder", "shared_storage", "path"} (path: the
+        workspace's on that node), None when the fleet has no such session."""
+        rows = self._rows(f"SELECT s.node, COALESCE({self.alive}, false), s.workspace, s.folder, "
+                          f"COALESCE(w.shared_storage, false), w.path FROM fleet_sessions s "
+                          f"LEFT JOIN fleet_nodes n ON n.name = s.node "
+                          f"LEFT JOIN fleet_workspaces w ON w.node = s.node AND w.name = s.workspace WHERE s.id = %s",
+                          (session_id,))
+        if not rows:
+            return None
+        node, up, workspace, folder, shared, path = rows[0]
+        return {"node": node, "up": bool(up), "workspace": workspace, "folder": folder, "shared_storage": bool(shared),
+                "path": path}
+
+    def take_lease(self, session_id, from_node, to_node):
+        """Move the session from from_node to to_node, in one transaction, when from_node still owns it and is
+        still not up: the new fencing token, or None when either changed meanwhile."""
+        with self._statements() as db, db.atomic():
+            row = db.execute_sql(f"SELECT s.node, COALESCE({self.alive}, false) FROM fleet_sessions s "
+                                 f"LEFT JOIN fleet_nodes n ON n.name = s.node WHERE s.id = %s FOR UPDATE OF s",
+                                 (session_id,)).fetchone()
+            if row is None or row[0] != from_node or row[1]:
+                return None
+            token = db.execute_sql(
+                f"INSERT INTO fleet_leases (session_id, node, token, previous_node, acquired_at) "
+                f"VALUES (%s, %s, 1, %s, {NOW}) ON CONFLICT (session_id) DO UPDATE SET node = excluded.node, "
+                f"token = fleet_leases.token + 1, previous_node = excluded.previous_node, "
+                f"acquired_at = excluded.acquired_at RETURNING token", (session_id, to_node, from_node)).fetchone()[0]
+            db.execute_sql("UPDATE fleet_sessions SET node = %s WHERE id = %s", (to_node, session_id))
+        return token
+
+    def taken_from(self, node):
+        """{session_id: (new node, token)} of the sessions adopted from this node that it has not fenced yet."""
+        rows = self._rows("SELECT session_id, node, token FROM fleet_leases WHERE previous_node = %s", (node,))
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    def fenced(self, node, session_ids):
+        """The node lost these sessions and knows it."""
+        if session_ids:
+            self._rows("UPDATE fleet_leases SET previous_node = NULL WHERE previous_node = %s AND session_id = ANY(%s) "
+                       "RETURNING session_id", (node, list(session_ids)))
 
     def list_sessions(self, filters, limit, cursor=None):
         """A page of the fleet's sessions, newest first, keyset by ID: ([(id, resource, node, node up, open items)],

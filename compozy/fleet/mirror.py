@@ -33,12 +33,13 @@ def free_memory(meminfo="/proc/meminfo"):
 
 
 class FleetMirror:
-    def __init__(self, services, settings, catalog, version, rows_of, workspaces_of, node_changed):
+    def __init__(self, services, settings, catalog, version, rows_of, workspaces_of, node_changed, fence):
         """rows_of(ids) -> (mirror rows of the sessions still indexed here, the IDs that are not);
         workspaces_of() -> [(name, workspace_id, path, shared_storage)] of this node; node_changed(node): another
-        node's status (catalog.nodes() row) is not what this node saw before (or seen the first time)."""
+        node's status (catalog.nodes() row) is not what this node saw before (or seen the first time); fence(taken):
+        sessions another node adopted from this one ({session_id: (node, token)}): this node must not run them."""
         self.services, self.settings, self.catalog, self.version = services, settings, catalog, version
-        self.rows_of, self.workspaces_of, self.node_changed = rows_of, workspaces_of, node_changed
+        self.rows_of, self.workspaces_of, self.node_changed, self.fence = rows_of, workspaces_of, node_changed, fence
         self._statuses = {}
         self.address = settings.advertise
         self._dirty, self._lock = set(), threading.Lock()
@@ -121,6 +122,7 @@ class FleetMirror:
         """Register (again) and send every row: after the start or an outage nothing that changed is lost."""
         self.catalog.create_tables()
         self.catalog.register(self.node, self.address, self.version, self.settings.max_agents)
+        self._fence()  # before the resync: a session adopted while this node was away is not sent back
         self._workspaces = None
         local = set(self.services.catalog.session_ids())
         gone = self.catalog.mirrored_ids(self.node) - local
@@ -149,11 +151,18 @@ class FleetMirror:
         live = [s for s in self.services.live_sessions() if s.runtime is not None]
         self.catalog.heartbeat(self.node, free_memory(), len(live), len(self.services.catalog.session_ids()))
         self._next_heartbeat = self.services.clock.monotonic() + HEARTBEAT_SECONDS
+        self._fence()
         for node in self.catalog.nodes():
             status = "up" if node["up"] else "stopped" if node["stopped"] else "unreachable"
             if node["name"] != self.node and self._statuses.get(node["name"]) != status:
                 self._statuses[node["name"]] = status
                 self.node_changed(node)
+
+    def _fence(self):
+        taken = self.catalog.taken_from(self.node)
+        if taken:
+            self.fence(taken)
+            self.catalog.fenced(self.node, list(taken))
 
     def _sync_workspaces(self):
         """This node's workspaces, when they changed (a placement looks them up)."""

@@ -35,6 +35,7 @@ CONNECT_SECONDS = 3.0
 CHUNK = 64 * 1024
 PEERS_FRESH_SECONDS = 5.0
 PLACEMENT = "session.create"
+HERE = ("session.adopt",)  # answered by the node asked: adopting is taking a session from its node
 
 
 class Peers:
@@ -88,6 +89,8 @@ def relay_if_remote(manager):
     fleet = manager.fleet
     if request.endpoint == PLACEMENT:
         return _place(fleet)
+    if request.endpoint in HERE:
+        return None
     session_id = (request.view_args or {}).get("session_id")
     if not session_id:
         return None

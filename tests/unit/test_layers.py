@@ -16,7 +16,7 @@ Layer 0: errors imports nothing from compozy; ids, states and clock may import e
 Machine type its tables are), jsonrpc (the one JSON-RPC framing) imports text,
 threads (the daemon's threads) imports clock.
 The fleet's modules sit in the layers of what they touch: fleet.settings 0, fleet.catalog 2 (peewee, PostgreSQL),
-fleet.mirror 4, fleet.relay 6 (flask; http.app imports it, it imports http.guards).
+fleet.mirror and fleet.adoption 4, fleet.relay 6 (flask; http.app imports it, it imports http.guards).
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
 siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api (the operation table), errors, ids, text, jsonrpc and other cli modules at module level, and paths,
@@ -49,7 +49,7 @@ LAYER_OF = {
     "compozy.manager": 5,
     "compozy.http": 6, "compozy.daemon": 6, "compozy.cli": 6, "compozy.mcp": 6, "compozy.__main__": 6,
     # the fleet (docs/fleet.md): each module in the layer of what it touches
-    "compozy.fleet": 0, "compozy.fleet.settings": 0, "compozy.fleet.catalog": 2, "compozy.fleet.mirror": 4,
+    "compozy.fleet": 0, "compozy.fleet.settings": 0, "compozy.fleet.catalog": 2, "compozy.fleet.mirror": 4, "compozy.fleet.adoption": 4,
     "compozy.fleet.relay": 6,
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
