@@ -503,14 +503,20 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
             flags = self.catalog.session_flags(session_id)
             if flags is None or flags["orphaned"]:
                 continue
-            session = self.live.get(session_id)
-            if session is not None and session.state in LIVE_STATES and session.runtime is not None:
-                self.stopper.request(session, StopCause.SHUTDOWN, wait=True)
-            self.catalog.set_orphaned(session_id)
+            self.catalog.set_orphaned(session_id)  # first: no request reaches it here from now on
             with self._live_lock:
-                self.live.pop(session_id, None)
+                session = self.live.pop(session_id, None)
             log.warning("session %s was adopted by node %s (lease token %s): this node no longer runs it",
                         session_id, node, token)
+            if session is not None and session.runtime is not None:
+                self._drop_runtime(session)
+
+    def _drop_runtime(self, session):
+        """The agent a fenced session still ran here, ended (its folder may be gone: nothing is written)."""
+        try:
+            session.runtime.process.kill_tree(1.0, 1.0)
+        except Exception:  # noqa: BLE001 (the fence holds whatever the agent does)
+            log.exception("could not end the agent of fenced session %s", session.id)
 
     def _fleet_workspaces(self):
         shared = set(self.fleet.settings.shared_storage)

@@ -8,6 +8,7 @@ SIGKILL shown unreachable, and an outage of PostgreSQL caught up.
 
 import json
 import os
+import signal
 import urllib.error
 import urllib.request
 
@@ -357,3 +358,40 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         alpha.stop()
         gamma.stop()
 
+
+
+def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres, tmp_path):
+    """gamma freezes (SIGSTOP: its heartbeat stops, its process and agent stay), alpha adopts its session, gamma
+    wakes up holding a stale claim: it stops serving the session, and a prompt sent to it runs on alpha."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret, shared_storage=["work"])
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        session = create(gamma, workspace, name="contested")
+        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+        run_turn_on(gamma, session, "first, on gamma")
+        wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+        os.kill(gamma.process.pid, signal.SIGSTOP)
+        try:
+            wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                     timeout=LAPSE + 10, what="gamma unreachable")
+            status, adopted = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+            assert status == 200 and adopted["adoption"]["lease_token"] == 1, adopted
+        finally:
+            os.kill(gamma.process.pid, signal.SIGCONT)
+        wait_for(lambda: session["id"] not in {s["id"] for s in document(gamma, "GET", "/api/sessions")[1]["sessions"]},
+                 what="gamma fenced the session")
+        moved = adopted["session"]
+        status, admitted = document(gamma, "POST", spath(moved, "prompt"), {"message": "second, sent to gamma"})
+        assert status == 200, admitted
+        turn = admitted["prompt"]["turn_id"]
+        wait_for(lambda: any(e["turn_id"] == turn and e["type"] == "done"
+                             for e in document(alpha, "GET", spath(moved, "events"))[1]["events"]),
+                 what="the prompt sent to gamma ran on alpha")
+        assert "was adopted by node alpha" in gamma.output()
+        assert fleet_row(gamma, session["id"])["node"] == {"name": "alpha", "status": "up"}
+    finally:
+        alpha.stop()
+        gamma.stop()
