@@ -31,7 +31,7 @@ os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(),
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from compozy.cli.client import path_of  # noqa: E402
+from tests.harness.api import path_of  # noqa: E402
 from tests.harness.daemon import DaemonProcess  # noqa: E402
 from tests.harness.fixtures import daemon, home, workspace  # noqa: E402,F401 (fixtures by name)
 

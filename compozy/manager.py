@@ -201,7 +201,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         """
         if query.get("scope") == "fleet":
             fleet = self._list_fleet(query)
-            return serialize.JSONText(serialize.encode(fleet)) if encoded else fleet
+            return fleet if encoded else json.loads(fleet)
         limit, cursor = query.get("limit") or DEFAULT_LIST_LIMIT, query.get("cursor")
         rows, has_more, total = self.catalog.list_sessions(list_filters(query, self.workspaces), limit, cursor)
         page = {"limit": limit, "total": total, "has_more": has_more,
@@ -412,13 +412,14 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
             raise fleet_unavailable(exc) from None
         page = {"limit": limit, "total": total, "has_more": has_more,
                 "next_cursor": rows[-1][0] if has_more and rows else None}
-        sessions, open_items = [], {}
+        texts, open_items = [], {}
         for session_id, text, node, up, attention in rows:
-            resource = json.loads(text)
             if attention:
                 open_items[session_id] = attention
-            sessions.append({**resource, "node": {"name": node, "status": "up" if up else "node_unreachable"}})
-        return {"sessions": sessions, "page": page, "open_items": open_items, "scope": "fleet"}
+            where = serialize.encode({"name": node, "status": "up" if up else "node_unreachable"})
+            texts.append(f'{text[:-1]},"node":{where}}}')  # the owner's row (a JSON object) with its node
+        return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)},'
+                                  f'"open_items":{serialize.encode(open_items)},"scope":"fleet"}}')
 
     def _mirror_rows(self, session_ids):
         """The fleet catalog's rows of these sessions (compozy.fleet.catalog.SESSION_COLUMNS), and the IDs this

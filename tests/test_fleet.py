@@ -179,6 +179,9 @@ def test_every_node_lists_the_fleets_sessions_and_nodes(fleet):
     nodes = {s["id"]: s["node"] for s in page["sessions"]}
     assert {nodes[s["id"]]["name"] for s in on_beta} == {"beta"} and nodes[on_alpha["id"]]["name"] == "alpha"
     assert all(node["status"] == "up" for node in nodes.values())
+    for query in ({}, {"archive": "include"}, {"workspace": "proj"}, {"archive": "only"}):  # totals, kept or counted
+        full = fleet_page(alpha, limit=1000, **query)
+        assert full["page"]["total"] == len(full["sessions"]) and not full["page"]["has_more"], query
     # The same filters and paging as the local list; a node's own list is unchanged.
     first = fleet_page(beta, workspace="proj", limit=2)
     assert first["page"]["has_more"] and len(first["sessions"]) == 2
@@ -326,6 +329,8 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         wait_for(lambda: fleet_row(alpha, doomed["id"])["node"] == {"name": "alpha", "status": "up"},
                  what="the fleet list names the adopter")
         assert run_turn_on(alpha, adopted["session"], "still here?")
+        full = fleet_page(alpha, limit=1000)
+        assert full["page"]["total"] == len(full["sessions"]) == 2
 
         # PostgreSQL goes away: the node works on, refuses only what needs the fleet, and catches up after.
         postgres.stop()

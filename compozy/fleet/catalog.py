@@ -26,6 +26,33 @@ NODE_COLUMNS = ("name", "address", "version", "started_at", "last_heartbeat", "s
                 "free_memory", "live_agents", "sessions")
 
 
+# The sessions each node holds, archived or not, kept by a trigger in the transaction that changes a row: an
+# unfiltered fleet list's total is a sum over a few rows, not a count over every session (a count over 100,000
+# rows took 20-80 ms here). A filtered list counts its rows (through the filter's index).
+COUNTS = (
+    "CREATE TABLE IF NOT EXISTS fleet_counts (node TEXT NOT NULL, archived BOOLEAN NOT NULL, "
+    "sessions BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (node, archived))",
+    """CREATE OR REPLACE FUNCTION fleet_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    UPDATE fleet_counts SET sessions = sessions - 1 WHERE node = OLD.node AND archived = OLD.archived;
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    INSERT INTO fleet_counts (node, archived, sessions) VALUES (NEW.node, NEW.archived, 1)
+      ON CONFLICT (node, archived) DO UPDATE SET sessions = fleet_counts.sessions + 1;
+  END IF;
+  RETURN NULL;
+END $$""",
+    "DROP TRIGGER IF EXISTS fleet_sessions_insert_delete ON fleet_sessions",
+    "CREATE TRIGGER fleet_sessions_insert_delete AFTER INSERT OR DELETE ON fleet_sessions "
+    "FOR EACH ROW EXECUTE FUNCTION fleet_count()",
+    "DROP TRIGGER IF EXISTS fleet_sessions_moved ON fleet_sessions",
+    "CREATE TRIGGER fleet_sessions_moved AFTER UPDATE OF node, archived ON fleet_sessions FOR EACH ROW "
+    "WHEN (OLD.node IS DISTINCT FROM NEW.node OR OLD.archived IS DISTINCT FROM NEW.archived) "
+    "EXECUTE FUNCTION fleet_count()",
+)
+
+
 class FleetDown(Exception):
     """The fleet catalog cannot be reached (or refused a statement); the message says why."""
 
@@ -142,6 +169,8 @@ class FleetCatalog:
         with self._statements() as db, db.atomic():
             db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             db.create_tables(self.models, safe=True)
+            for statement in COUNTS:
+                db.execute_sql(statement)
 
     # -- nodes ------------------------------------------------------------------------------
 
@@ -290,6 +319,7 @@ class FleetCatalog:
             if filters.get(column) is not None:
                 where.append(f"s.{column} = %s")
                 params.append(filters[column])
+        filtered = bool(where)
         archive = filters.get("archive", "exclude")
         if archive != "include":
             where.append("s.archived = %s")
@@ -300,7 +330,11 @@ class FleetCatalog:
         rows = self._rows(f"SELECT s.id, s.resource, s.node, COALESCE({self.alive}, false), s.attention FROM fleet_sessions s "
                           f"LEFT JOIN fleet_nodes n ON n.name = s.node WHERE {page_condition} "
                           f"ORDER BY s.id DESC LIMIT %s", page_params + [limit + 1])
-        total = self._rows(f"SELECT COUNT(*) FROM fleet_sessions s WHERE {condition}", params)[0][0]
+        if not filtered:  # the archive view alone: the kept counts
+            counted = "" if archive == "include" else " WHERE archived = %s"
+            total = self._rows(f"SELECT COALESCE(SUM(sessions), 0)::bigint FROM fleet_counts{counted}", params)[0][0]
+        else:
+            total = self._rows(f"SELECT COUNT(*) FROM fleet_sessions s WHERE {condition}", params)[0][0]
         return [tuple(r) for r in rows[:limit]], len(rows) > limit, total
 
 

@@ -34,6 +34,8 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
 CONNECT_SECONDS = 3.0
 CHUNK = 64 * 1024
 PEERS_FRESH_SECONDS = 5.0
+OWNER_FRESH_SECONDS = 1.0
+OWNERS_KEPT = 4096
 PLACEMENT = "session.create"
 HERE = ("session.adopt",)  # answered by the node asked: adopting is taking a session from its node
 
@@ -62,6 +64,36 @@ class Peers:
 
 
 PEERS = Peers()
+
+
+class Owners:
+    """Which node owns a session, as the fleet catalog said less than a second ago: a session's requests come in
+    runs (a prompt, its stream, the reads after), and each would otherwise ask PostgreSQL again. Only an owner
+    that was up is kept; a refused connection forgets it."""
+
+    def __init__(self):
+        self.found, self.lock = {}, threading.Lock()
+
+    def owner(self, catalog, session_id):
+        now = SYSTEM.monotonic()
+        with self.lock:
+            kept = self.found.get(session_id)
+            if kept is not None and now - kept[0] < OWNER_FRESH_SECONDS:
+                return kept[1]
+        owner = catalog.owner(session_id)
+        with self.lock:
+            if len(self.found) >= OWNERS_KEPT:
+                self.found.clear()
+            if owner is not None and owner["up"]:
+                self.found[session_id] = (now, owner)
+        return owner
+
+    def forget(self, session_id):
+        with self.lock:
+            self.found.pop(session_id, None)
+
+
+OWNERS = Owners()
 
 
 def peer(fleet):
@@ -102,7 +134,7 @@ def relay_if_remote(manager):
     if flags is not None and not flags["orphaned"]:
         return None
     try:
-        owner = fleet.catalog.owner(session_id)
+        owner = OWNERS.owner(fleet.catalog, session_id)
     except FleetDown as exc:
         raise CompozyError("fleet_catalog_unavailable", f"the session is not on this node and the fleet catalog "
                                                         f"cannot be reached to find its node: {exc}") from None
@@ -110,7 +142,11 @@ def relay_if_remote(manager):
         return None
     if not owner["up"]:
         raise unreachable(owner["node"], "its heartbeat lapsed")
-    return forward(fleet, owner["node"], owner["address"])
+    try:
+        return forward(fleet, owner["node"], owner["address"])
+    except CompozyError:
+        OWNERS.forget(session_id)
+        raise
 
 
 def _place(fleet):
