@@ -20,6 +20,8 @@ from tests.harness.cli import run_cli
 from tests.harness.daemon import DaemonProcess
 from tests.harness.postgres import PostgresServer, unavailable
 from tests.harness.sse import Viewer
+from tests.harness.web import STICKING_OUT, VIEWPORTS, WAIT_MS
+from tests.test_web import chromium, needs_browser  # noqa: F401 (the module's browser fixture)
 
 SECRET = "a-fleet-secret-of-some-length-0123456789"
 NODE_HEADER, SECRET_HEADER = "X-Compozy-Fleet-Node", "X-Compozy-Fleet-Secret"
@@ -400,3 +402,31 @@ def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres
     finally:
         alpha.stop()
         gamma.stop()
+
+
+@needs_browser
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_the_pages_list_shows_the_fleet_with_a_node_column(fleet, chromium, viewport):  # noqa: F811 (fixture)
+    from playwright.sync_api import expect
+    alpha, beta, root = fleet
+    session = create(beta, root / "beta-proj", name=f"seen from alpha ({viewport})")
+    wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+    context = chromium.new_context(viewport=VIEWPORTS[viewport])
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        page.goto(alpha.page_url("/"))
+        row = page.locator(f'tr[data-session-id="{session["id"]}"]')
+        expect(row).to_have_count(0)  # this node's list by default
+        page.locator("#filter-scope").select_option("fleet")  # shown because this node is in a fleet
+        expect(row.locator("td.node")).to_have_text("beta")
+        if viewport == "desktop":
+            expect(page.locator("#node-column")).to_be_visible()
+        assert page.evaluate(STICKING_OUT) == []
+        row.locator("a.name").click()  # the session's own view, through alpha: every read relayed to beta
+        expect(page.locator("#session-name")).to_contain_text(f"seen from alpha ({viewport})")
+    finally:
+        context.close()
+    assert errors == []

@@ -17,12 +17,13 @@ import logging
 import threading
 from urllib.parse import quote, urlsplit
 
-from flask import Response, request
+from flask import Response, current_app, request
 
 from compozy.clock import SYSTEM
 from compozy.errors import CompozyError
 from compozy.fleet.catalog import FleetDown
 from compozy.http.guards import json_body
+from compozy.http.sse import EXTENSION, wants_stream
 from compozy.ids import validate_id
 
 log = logging.getLogger("compozy.fleet")
@@ -185,7 +186,25 @@ def unreachable(node, why):
 
 
 def forward(fleet, node, address, body=None):
-    """The request sent to node at address; its answer streamed back as it is."""
+    """The request sent to node at address; its answer streamed back as it is. A stream relayed holds one of this
+    node's stream slots (daemon.max_streams) while it lasts, as a stream of its own would."""
+    slot = current_app.extensions[EXTENSION].claim() if _streams() else None
+    try:
+        response = _forward(fleet, node, address, body)
+    except BaseException:
+        if slot is not None:
+            slot.release()
+        raise
+    if slot is not None:
+        response.call_on_close(slot.release)
+    return response
+
+
+def _streams():
+    return request.path.rstrip("/").endswith("/stream") or wants_stream(request)
+
+
+def _forward(fleet, node, address, body):
     parts = urlsplit(address)
     connection_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     connection = connection_type(parts.hostname, parts.port, timeout=CONNECT_SECONDS)

@@ -16,7 +16,7 @@ Layer 0: errors imports nothing from compozy; ids, states and clock may import e
 Machine type its tables are), jsonrpc (the one JSON-RPC framing) imports text,
 threads (the daemon's threads) imports clock.
 The fleet's modules sit in the layers of what they touch: fleet.settings 0, fleet.catalog 2 (peewee, PostgreSQL),
-fleet.mirror and fleet.adoption 4, fleet.relay 6 (flask; http.app imports it, it imports http.guards).
+fleet.mirror and fleet.adoption 4, fleet.relay 6 (flask; http.app imports it, it imports http.guards and http.sse).
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
 siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api (the operation table), errors, ids, text, jsonrpc and other cli modules at module level, and paths,
@@ -62,7 +62,8 @@ SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compoz
                  "compozy.session.derive")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.steps", "compozy.agents.settings", "compozy.agents.tools")
-FLEET_SURFACE = {("compozy.http.app", "compozy.fleet.relay"), ("compozy.fleet.relay", "compozy.http.guards")}
+FLEET_SURFACE = {("compozy.http.app", "compozy.fleet.relay"), ("compozy.fleet.relay", "compozy.http.guards"),
+                 ("compozy.fleet.relay", "compozy.http.sse")}
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.text", "compozy.jsonrpc")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference"),
