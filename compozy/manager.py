@@ -123,6 +123,9 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
                  for s in list(self.live.values())]
         for thread in stops:
             thread.join()
+        if self.fleet is not None:  # the sessions as they stopped, then this node gone
+            self.fleet.mark(*list(self.live))
+            self.fleet.leave()
         self.services.catalog_feed.close()
         for session in list(self.live.values()):
             session.close()

@@ -246,6 +246,18 @@ def test_an_operation_on_another_nodes_session_is_relayed_to_it(fleet):
     assert (status, refused["code"]) == (404, "queue_entry_not_found")
     status, refused = document(alpha, "GET", "/api/sessions/sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY")
     assert (status, refused["code"]) == (404, "session_not_found")
+    # A rewind sent to alpha archives beta's transcript from the message on.
+    status, read = document(alpha, "GET", f"/api/sessions/{session['id']}")
+    fences = read["session"]["fences"]
+    said = [e for e in document(alpha, "GET", spath(session, "events"))[1]["events"] if e["type"] == "user_message"]
+    status, rewound = document(alpha, "POST", spath(session, "rewind"), {
+        "message_id": said[-1]["content"]["message_id"], "idempotency_key": "rewind-through-alpha",
+        "expected_epoch": fences["epoch"], "expected_generation": fences["generation"],
+        "expected_max_sequence": fences["max_sequence"]})
+    assert status == 200, rewound
+    assert rewound["rewind"]["draft_text"] == "again"
+    assert [e["content"]["text"] for e in document(beta, "GET", spath(session, "events"))[1]["events"]
+            if e["type"] == "user_message"] == ["hello from alpha"]
     # The relay still needs the client's credentials on alpha.
     assert call(alpha, "GET", spath(session, "events"), auth=False)[0] == 401
     status, stopped = document(alpha, "POST", spath(session, "stop"), {"wait": True})
@@ -360,7 +372,9 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         alpha.stop()
         nodes = {n["name"]: n["status"] for n in document(gamma, "GET", "/api/nodes")[1]["nodes"]}
         assert nodes == {"alpha": "stopped", "gamma": "up"}
-        assert fleet_row(gamma, kept["id"])["node"]["status"] == "node_unreachable"
+        row = fleet_row(gamma, doomed["id"])  # as it was when alpha stopped it on its way out
+        assert row["node"]["status"] == "node_unreachable" and row["state"] == "stopped"
+        assert row["stop_reason"] == "shutdown"
     finally:
         alpha.stop()
         gamma.stop()

@@ -70,7 +70,8 @@ class FleetMirror:
     def state_changed(self, session, old, new):
         self.mark(session.id)
 
-    def closing(self):
+    def leave(self):
+        """The daemon's last word (after its sessions stopped): their rows as they ended, then this node stopped."""
         self._stopped.set()
         self._wake.set()
         if self._thread is not None:
