@@ -277,6 +277,19 @@ def test_the_fleet_secret_is_refused_unless_it_is_right_and_from_a_known_node(fl
     status, answer = document(beta, "GET", path, headers={NODE_HEADER: "alpha", SECRET_HEADER: SECRET}, auth=False)
     assert status == 200 and answer["events"] == []
 
+    # A second daemon that calls itself beta while beta is up does not join: the fleet keeps one beta.
+    twin_home = root / "twin"
+    write_config(twin_home, (beta.home / "config.toml").read_text())
+    twin = DaemonProcess(twin_home).start()
+    try:
+        wait_for(lambda: "cannot join the fleet catalog" in twin.output(), what="the twin refused")
+        assert "is up at " + beta.http_url in twin.output()
+        nodes = {n["name"]: n["address"] for n in document(alpha, "GET", "/api/nodes")[1]["nodes"]}
+        assert nodes["beta"] == beta.http_url
+    finally:
+        twin.stop()
+    assert {n["name"]: n["status"] for n in document(alpha, "GET", "/api/nodes")[1]["nodes"]}["beta"] == "up"
+
 
 def test_a_new_session_is_placed_where_there_is_room_or_where_asked(fleet):
     alpha, beta, root = fleet
@@ -296,6 +309,8 @@ def test_a_new_session_is_placed_where_there_is_room_or_where_asked(fleet):
     assert (status, refused["code"], refused["details"]["node"]) == (404, "node_not_found", "nowhere")
     status, refused = document(alpha, "POST", "/api/sessions", {"workspace": "elsewhere", "node": "auto"})
     assert (status, refused["code"]) == (404, "workspace_not_found")
+    status, refused = document(alpha, "POST", "/api/sessions", {"workspace": "proj", "node": "beta", "color": "red"})
+    assert (status, refused["code"]) == (400, "invalid_request")  # refused as the view refuses it, placed nowhere
 
 
 # -- failures -------------------------------------------------------------------------------------------

@@ -175,7 +175,12 @@ class FleetCatalog:
     # -- nodes ------------------------------------------------------------------------------
 
     def register(self, name, address, version, max_agents):
-        """This node joins (or joins again): its address and version, a fresh heartbeat, not stopped."""
+        """This node joins (or joins again): its address and version, a fresh heartbeat, not stopped. FleetDown
+        when a node of that name at another address is up (two nodes must not share a name)."""
+        holder = self._rows(f"SELECT n.address FROM fleet_nodes n WHERE n.name = %s AND {self.alive}", (name,))
+        if holder and holder[0][0] != address:
+            raise FleetDown(f"node {name!r} is up at {holder[0][0]}: give this node a name of its own "
+                            f"(fleet.node), or stop that one")
         self._rows(f"INSERT INTO fleet_nodes (name, address, version, started_at, last_heartbeat, stopped, max_agents, "
                    f"free_memory, live_agents, sessions) VALUES (%s, %s, %s, {NOW}, {NOW}, false, %s, 0, 0, 0) "
                    f"ON CONFLICT (name) DO UPDATE SET address = excluded.address, version = excluded.version, "
@@ -223,12 +228,13 @@ class FleetCatalog:
                                (workspace, workspace)))
 
     def place(self, workspace=None, path=None):
-        """The node that has the workspace (by name, or a path) and the most free capacity: (name, address),
+        """The node that has the workspace (by name or ID, or a path) and the most free capacity: (name, address),
         None when no node that is up has it."""
-        column, value = ("w.name", workspace) if workspace is not None else ("w.path", path)
+        where, values = ("(w.name = %s OR w.workspace_id = %s)", (workspace, workspace)) if workspace is not None \
+            else ("w.path = %s", (path,))
         rows = self._rows(f"SELECT n.name, n.address FROM fleet_nodes n JOIN fleet_workspaces w ON w.node = n.name "
-                          f"WHERE {column} = %s AND {self.alive} ORDER BY n.max_agents - n.live_agents DESC, "
-                          f"n.free_memory DESC, n.name LIMIT 1", (value,))
+                          f"WHERE {where} AND {self.alive} ORDER BY n.max_agents - n.live_agents DESC, "
+                          f"n.free_memory DESC, n.name LIMIT 1", values)
         return tuple(rows[0]) if rows else None
 
     # -- the session mirror ---------------------------------------------------------------------

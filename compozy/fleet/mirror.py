@@ -112,10 +112,11 @@ class FleetMirror:
                 self._joined = False
                 if self._down_since is None:
                     self._down_since = self.services.clock.monotonic()
-                    log.warning("fleet: the catalog cannot be reached (%s); this node keeps its changes and sends "
-                                "them when it answers again", exc)
+                    log.warning("fleet: this node cannot join the fleet catalog (%s); it keeps its changes and "
+                                "sends them when it can", exc)
             except Exception:  # noqa: BLE001 (the mirror never takes the daemon down)
                 log.exception("fleet: the mirror failed; it tries again")
+                self._down_since = self._down_since or self.services.clock.monotonic()
             self._wake.wait(TICK_SECONDS if self._down_since is None else HEARTBEAT_SECONDS)
             self._wake.clear()
 

@@ -22,7 +22,8 @@ from flask import Response, current_app, request
 from compozy.clock import SYSTEM
 from compozy.errors import CompozyError
 from compozy.fleet.catalog import FleetDown
-from compozy.http.guards import json_body
+from compozy.api import OPS
+from compozy.http.guards import json_body, query_args
 from compozy.http.sse import EXTENSION, wants_stream
 from compozy.ids import validate_id
 
@@ -157,6 +158,7 @@ def _place(fleet):
     node = body.get("node")
     if not isinstance(node, str) or node == fleet.node:
         return None
+    OPS[PLACEMENT].parse({}, body, query_args())  # a request the view would refuse is refused here, the same way
     try:
         if node == "auto":
             chosen = fleet.catalog.place(body.get("workspace"), body.get("workspace_path")) \
@@ -181,8 +183,7 @@ def _place(fleet):
 
 
 def unreachable(node, why):
-    return CompozyError("node_unreachable", f"node {node!r}, which holds the session, does not answer: {why}",
-                        node=node)
+    return CompozyError("node_unreachable", f"fleet node {node!r} does not answer: {why}", node=node)
 
 
 def forward(fleet, node, address, body=None):
