@@ -209,6 +209,8 @@ def test_every_node_lists_the_fleets_sessions_and_nodes(fleet):
     assert shown.returncode == 0, shown.stderr
     rows = {line.split()[0]: line for line in shown.stdout.splitlines()}
     assert " beta " in rows[on_beta[0]["id"]] and " alpha " in rows[on_alpha["id"]]
+    shown = run_cli(alpha.home, "session", "get", on_beta[0]["id"][5:20], "-o", "json")  # a prefix, on beta
+    assert shown.returncode == 0 and json.loads(shown.stdout)["session"]["name"] == "beta-0", shown.stderr
     shown = run_cli(beta.home, "nodes", "-o", "json")
     assert shown.returncode == 0 and {n["name"] for n in json.loads(shown.stdout)["nodes"]} >= {"alpha", "beta"}
     shown = run_cli(beta.home, "nodes")
