@@ -1,9 +1,11 @@
 """A fleet (docs/fleet.md): real daemons on loopback, each with its own home, sharing one real PostgreSQL
 server (tests/harness/postgres.py). Skipped, with the reason, where no PostgreSQL can be started.
 
-One list across nodes, the nodes and their load, an operation on another node's session relayed to it (its
-answer byte for byte, a stream as it is written), placement, the fleet secret refused, a node killed with
-SIGKILL shown unreachable, and an outage of PostgreSQL caught up.
+One list across nodes (HTTP, CLI and the page), the nodes and their load, an operation on another node's
+session relayed to it (its answer byte for byte, a stream as it is written, a prompt, a rewind, a stop),
+placement, the fleet secret refused (and a second node of one name kept out), a node killed with SIGKILL
+flagged (list, nodes, inbox) and its session adopted from shared storage, a node partitioned away (SIGSTOP)
+fenced when it comes back after an adoption, and an outage of PostgreSQL caught up.
 """
 
 import json
