@@ -55,15 +55,15 @@ def write_config(home, text):
     os.chmod(home / "config.toml", 0o600)
 
 
-def node_config(database, name, secret, **extra):
+def node_config(database, name, secret, top="", **extra):
     lines = [f'database = "{database}"', f'node = "{name}"', f'secret_file = "{secret}"',
              f"unreachable_after = {LAPSE}", *(f"{k} = {json.dumps(v)}" for k, v in extra.items())]
-    return "[fleet]\n" + "\n".join(lines) + "\n"
+    return top + "[fleet]\n" + "\n".join(lines) + "\n"
 
 
-def start_node(root, database, name, secret, **extra):
+def start_node(root, database, name, secret, top="", **extra):
     home = root / name
-    write_config(home, node_config(database, name, secret, **extra))
+    write_config(home, node_config(database, name, secret, top, **extra))
     return DaemonProcess(home).start()
 
 
@@ -149,13 +149,15 @@ def test_the_fleet_stanza_is_checked_and_the_secret_must_be_owner_only(tmp_path)
 
 @pytest.fixture(scope="module")
 def fleet(postgres, tmp_path_factory):
-    """Two nodes: alpha (room for 1 agent) and beta (room for 6), each with a workspace named proj."""
+    """Two nodes: alpha (room for 1 agent) and beta (room for 6, holding edits for a person), each with a workspace
+    named proj."""
     root = tmp_path_factory.mktemp("fleet")
     database, secret = postgres.new_database(), secret_file(root)
     nodes = {}
     try:
         for name, room in (("alpha", 1), ("beta", 6)):
-            nodes[name] = start_node(root, database, name, secret, max_agents=room)
+            top = '[permissions]\nmode = "approve-reads"\n' if name == "beta" else ""
+            nodes[name] = start_node(root, database, name, secret, top, max_agents=room)
             folder = root / f"{name}-proj"
             folder.mkdir()
             assert document(nodes[name], "POST", "/api/workspaces", {"name": "proj", "path": str(folder)})[0] == 201
@@ -262,6 +264,18 @@ def test_an_operation_on_another_nodes_session_is_relayed_to_it(fleet):
     assert rewound["rewind"]["draft_text"] == "again"
     assert [e["content"]["text"] for e in document(beta, "GET", spath(session, "events"))[1]["events"]
             if e["type"] == "user_message"] == ["hello from alpha"]
+    # A permission beta holds for a person is answered through alpha.
+    status, admitted = document(alpha, "POST", spath(session, "prompt"), {"message": "[permission edit] go"})
+    turn = admitted["prompt"]["turn_id"]
+    asked = wait_for(lambda: [e for e in document(alpha, "GET", spath(session, "events"))[1]["events"]
+                              if e["turn_id"] == turn and e["type"] == "permission"], what="the held permission")
+    status, approved = document(alpha, "POST", spath(session, "approve"),
+                                {"request_id": asked[0]["content"]["request_id"], "decision": "allow-once"})
+    assert status == 200 and approved["permission"]["status"] == "approved", approved
+    said = wait_for(lambda: [e for e in document(beta, "GET", spath(session, "events"))[1]["events"]
+                             if e["turn_id"] == turn and e["type"] == "done"] and
+                    document(beta, "GET", spath(session, "history"))[1], what="the turn's end")
+    assert "permission granted" in json.dumps(said)
     # The relay still needs the client's credentials on alpha.
     assert call(alpha, "GET", spath(session, "events"), auth=False)[0] == 401
     status, stopped = document(alpha, "POST", spath(session, "stop"), {"wait": True})
