@@ -372,6 +372,17 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
                              self._node_changed, self._fence)
         return self.services.observers.add(mirror)
 
+    def reload_config(self, config):
+        """As AgentViews.reload_config; a changed [fleet] table waits for a restart (the node's identity, its
+        catalog and its secret are read at start), and the log says so."""
+        running = self.fleet.settings if self.fleet is not None else None
+        wanted = config.fleet
+        if running is not None and wanted is not None and wanted.advertise is None:
+            wanted = replace(wanted, advertise=running.advertise)  # the daemon's own address, as at start
+        if wanted != running:
+            log.warning("fleet: [fleet] in config.toml changed; it is read at start, restart the daemon to apply it")
+        super().reload_config(config)
+
     def _placed_here(self, node):
         """A creation that names a node reaches the façade only when it is this one (or auto placed it here):
         the HTTP surface relays the others to their node."""

@@ -307,6 +307,13 @@ def test_the_fleet_secret_is_refused_unless_it_is_right_and_from_a_known_node(fl
     finally:
         twin.stop()
     assert {n["name"]: n["status"] for n in document(alpha, "GET", "/api/nodes")[1]["nodes"]}["beta"] == "up"
+    # A reload with the same [fleet] says nothing; a changed one waits for a restart, and the log says so.
+    assert run_cli(beta.home, "daemon", "reload").returncode == 0
+    assert "[fleet] in config.toml changed" not in beta.output()
+    write_config(beta.home, (beta.home / "config.toml").read_text().replace("max_agents = 6", "max_agents = 7"))
+    assert run_cli(beta.home, "daemon", "reload").returncode == 0
+    wait_for(lambda: "[fleet] in config.toml changed" in beta.output(), what="the reload's warning")
+    write_config(beta.home, (beta.home / "config.toml").read_text().replace("max_agents = 7", "max_agents = 6"))
 
 
 def test_a_new_session_is_placed_where_there_is_room_or_where_asked(fleet):
