@@ -1,22 +1,27 @@
 """The fleet catalog in PostgreSQL: the nodes, their workspaces, the mirror of every node's session index,
 and the adoption leases.
 
-Layer 2 (storage). peewee's PostgresqlDatabase with psycopg (3) as the driver; peewee models define the
+Layer 2 (storage). peewee's PostgresqlDatabase (playhouse's pooled one) with psycopg (3) as the driver; peewee models define the
 tables, the statements on the hot paths are raw SQL. Time is PostgreSQL's own (`now()`, seconds since the
-epoch): a heartbeat and its age are measured by one clock whatever the hosts' clocks say. Each thread uses a
-connection of its own (peewee's default); a statement that fails on a lost connection closes it, and the next
-one connects again. Every failure reaches the caller as FleetDown.
+epoch): a heartbeat and its age are measured by one clock whatever the hosts' clocks say. A thread takes a
+connection of a small pool for each block of statements (a node holds at most POOL_SIZE, whatever its number
+of request threads); a statement that fails on a lost connection is tried once more on another. Every failure
+reaches the caller as FleetDown.
 """
 
 import logging
 from contextlib import contextmanager
 
 from peewee import (BigIntegerField, BooleanField, CompositeKey, DatabaseError, DoubleField, ImproperlyConfigured,
-                    IntegerField, InterfaceError, Model, PostgresqlDatabase, TextField)
+                    IntegerField, InterfaceError, Model, TextField)
+from playhouse.pool import MaxConnectionsExceeded, PooledPostgresqlDatabase
 
 log = logging.getLogger("compozy.fleet")
 
 CONNECT_TIMEOUT = 3
+POOL_SIZE = 8  # connections a node holds at most (its request threads share them; PostgreSQL allows ~100 in all)
+POOL_WAIT = 5  # seconds a statement waits for a free connection
+STALE_SECONDS = 300
 STATEMENT_TIMEOUT_MS = 5000
 SCHEMA_LOCK = 0x636F6D70  # pg_advisory_xact_lock key: one node creates the tables at a time
 NOW = "extract(epoch from clock_timestamp())"
@@ -126,8 +131,9 @@ class FleetCatalog:
     def __init__(self, url, lapse=15):
         """lapse: seconds without a heartbeat after which a node is unreachable ([fleet] unreachable_after)."""
         self.alive = f"(n.stopped = false AND {NOW} - n.last_heartbeat <= {float(lapse)})"
-        self.db = PostgresqlDatabase(url, prefer_psycopg3=True, autoconnect=True, connect_timeout=CONNECT_TIMEOUT,
-                                     options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
+        self.db = PooledPostgresqlDatabase(url, prefer_psycopg3=True, max_connections=POOL_SIZE, timeout=POOL_WAIT,
+                                           stale_timeout=STALE_SECONDS, connect_timeout=CONNECT_TIMEOUT,
+                                           options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
         self.models = make_models(self.db)
         try:
             self.db._adapter.check_driver()
@@ -137,31 +143,34 @@ class FleetCatalog:
 
     @contextmanager
     def _statements(self):
+        """A connection of the pool for the statements of the block (given back after it; one that failed is
+        closed, so the pool never hands it out again)."""
         try:
-            yield self.db
-        except (DatabaseError, InterfaceError, OSError) as exc:
-            try:
-                self.db.close()  # a lost connection: the next statement connects again
-            except (DatabaseError, InterfaceError, OSError):
-                pass
+            with self.db.connection_context():
+                yield self.db
+        except (DatabaseError, InterfaceError, OSError, MaxConnectionsExceeded) as exc:
             raise FleetDown(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
 
     def _rows(self, sql, params=()):
-        """The statement's rows; on a connection that was open before (PostgreSQL may have restarted since) a
-        failure is tried once more on a new one (every statement here may run twice)."""
-        reused = not self.db.is_closed()
+        """The statement's rows; a failure is tried once more (a pooled connection PostgreSQL closed since, by a
+        restart, fails once; every statement here may run twice)."""
         try:
             with self._statements() as db:
                 return db.execute_sql(sql, params).fetchall()
         except FleetDown:
-            if not reused:
-                raise
+            self._drop_idle()  # the others were opened before the same restart: none is handed out again
         with self._statements() as db:
             return db.execute_sql(sql, params).fetchall()
 
+    def _drop_idle(self):
+        try:
+            self.db.close_idle()
+        except (DatabaseError, InterfaceError, OSError):
+            pass
+
     def close(self):
         try:
-            self.db.close()
+            self.db.close_all()
         except (DatabaseError, InterfaceError, OSError):
             pass
 

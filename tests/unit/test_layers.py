@@ -75,6 +75,7 @@ THIRD_PARTY = {
     "werkzeug": lambda m: in_package(m, "compozy.http"),  # flask's own toolkit
     "waitress": lambda m: m in ("compozy.daemon.listen", "compozy.daemon.workers"),
     "peewee": lambda m: in_package(m, "compozy.store") or m == "compozy.fleet.catalog",
+    "playhouse": lambda m: m == "compozy.fleet.catalog",  # peewee's own extensions: its connection pool
     "pexpect": lambda m: m in ("compozy.acp.driver", "compozy.proc"),
     "apscheduler": lambda m: in_package(m, "compozy.session"),
     "click": lambda m: in_package(m, "compozy.cli"),
