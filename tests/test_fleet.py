@@ -408,7 +408,7 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         assert doomed["id"] not in {s["id"] for s in local["sessions"]}
         relayed, direct = call(gamma, "GET", spath(adopted["session"], "history")), \
             call(alpha, "GET", spath(adopted["session"], "history"))
-        assert relayed[0] == 200 and relayed[2] == direct[2]
+        assert relayed[0] == 200 and relayed[2] == direct[2], relayed[2][:300]
         alpha.stop()
         nodes = {n["name"]: n["status"] for n in document(gamma, "GET", "/api/nodes")[1]["nodes"]}
         assert nodes == {"alpha": "stopped", "gamma": "up"}

@@ -2,7 +2,7 @@
 free loopback port with its Unix socket in that folder; or the reason there is none (the tests skip with it).
 
 PostgreSQL refuses to run as root: under root the server runs as the `postgres` user (runuser), in a folder
-that user owns. `fsync=off`: a test server's data need not survive a power loss.
+that user owns. `fsync=off`: a test server's data need not survive a power loss (only the server's crash).
 """
 
 import glob
@@ -70,8 +70,10 @@ class PostgresServer:
     def start(self):
         if not self.data.exists():
             self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync")
+        # fsync=off: what a commit wrote survives the server's own crash (the tests' outages), not the machine's.
+        # synchronous_commit stays on: off, a crash loses the last commits (an adoption's lease, once).
         options = (f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   f"-c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
+                   f"-c full_page_writes=off -c max_connections=300")
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "start")
         self.running = True
         return self
