@@ -453,6 +453,14 @@ def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres
                  what="the prompt sent to gamma ran on alpha")
         assert "was adopted by node alpha" in gamma.output()
         assert fleet_row(gamma, session["id"])["node"] == {"name": "alpha", "status": "up"}
+        # Had the catalog lost the adoption's commit, alpha would say so when it joins again (and never steal the
+        # row back on its own).
+        import psycopg
+        with psycopg.connect(database, autocommit=True) as connection:
+            connection.execute("UPDATE fleet_sessions SET node = 'gamma' WHERE id = %s", (session["id"],))
+        alpha.restart()
+        wait_for(lambda: f"session {session['id']} is held here but the fleet catalog names node gamma"
+                 in alpha.output(), what="alpha's complaint")
     finally:
         alpha.stop()
         gamma.stop()

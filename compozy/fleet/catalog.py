@@ -269,6 +269,12 @@ class FleetCatalog:
         """The sessions a node holds that are not archived, as its mirrored rows say."""
         return self._rows("SELECT COUNT(*) FROM fleet_sessions WHERE node = %s AND archived = false", (node,))[0][0]
 
+    def held_elsewhere(self, node, session_ids):
+        """{session_id: node} of these sessions whose row names another node."""
+        rows = self._rows("SELECT id, node FROM fleet_sessions WHERE id = ANY(%s) AND node <> %s",
+                          (list(session_ids), node))
+        return dict(rows)
+
     def mirrored_ids(self, node):
         return {row[0] for row in self._rows("SELECT id FROM fleet_sessions WHERE node = %s", (node,))}
 

@@ -129,6 +129,10 @@ class FleetMirror:
         local = set(self.services.catalog.session_ids())
         gone = self.catalog.mirrored_ids(self.node) - local
         self.catalog.delete_sessions(self.node, gone)
+        held = [i for i in local if (self.services.catalog.session_flags(i) or {}).get("orphaned") is False]
+        for session_id, node in self.catalog.held_elsewhere(self.node, held).items():
+            log.error("fleet: session %s is held here but the fleet catalog names node %s for it (a commit the "
+                      "catalog lost?): its row stays %s's until that is settled", session_id, node, node)
         self.mark(*local)
         self._next_heartbeat = 0.0
         self._joined = True
