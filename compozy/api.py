@@ -123,6 +123,7 @@ IDENTITY = ("idempotency_conflict",)
 ENTRY_ERRORS = ("queue_entry_not_found", "queue_entry_not_queued")
 DERIVABLE = ("session_not_derivable", "session_archived", "session_fence_conflict")
 RESTORING = ("checkpoint_not_found", "workspace_busy", "checkpoint_failed")
+FLEET = ("fleet_not_configured", "fleet_catalog_unavailable")
 
 
 def _flags(*fields):
@@ -192,16 +193,16 @@ OPERATIONS: tuple[Operation, ...] = (
               "Create a durable session (active, runtime unbound)", (Success(201, "SessionAnswer"),),
               ("invalid_request", "workspace_not_found", "workspace_conflict", "parent_session_not_found",
                "agent_not_found", "agent_identity_invalid", "spawn_depth_exceeded", "session_tree_limit_reached",
-               *ADMISSION), body=v.CREATE_FIELDS,
+               *ADMISSION, *FLEET, "node_not_found", "node_unreachable"), body=v.CREATE_FIELDS,
               headers=v.IDENTITY_FIELDS, rules=(v.one_of("workspace", "workspace_path"),),
               cli=Cli("session new", flags=(("agent_name", "--agent"), ("workspace", "--workspace"),
                                             ("workspace_path", "--cwd"), ("name", "--name"),
                                             ("parent_session_id", "--parent"), ("lineage_kind", "--lineage-kind"),
-                                            ("type", "--type"))),
+                                            ("type", "--type"), ("node", "--node"))),
               tool=Tool("compozy__session_create", "Create a session in your workspace, linked to you as its "
                         "parent (provenance)", ("agent_name", "name"), v.TOOL_CREATE_FIELDS, target="")),
     Operation("GET", "/api/sessions", "session.list", "list_sessions", "List sessions, newest first",
-              (Success(200, "SessionPage"),), ("invalid_request", "workspace_not_found"), query=v.LIST_QUERY,
+              (Success(200, "SessionPage"),), ("invalid_request", "workspace_not_found", *FLEET), query=v.LIST_QUERY,
               cli=Cli("session list", flags=_flags(*v.LIST_QUERY)),
               tool=Tool("compozy__session_list", "List the sessions of your workspace, newest first",
                         ("parent", "root", "state", "limit"), target="")),
@@ -442,6 +443,18 @@ USAGE_OPERATIONS = (
               "continued or forked from", (Success(200, "SessionUsageAnswer"),), SESSION,
               query=v.SESSION_USAGE_QUERY, cli=_session_cli("session usage", flags=_flags("lineage"))),
 )
-OPERATIONS += ATTENTION_OPERATIONS + USAGE_OPERATIONS
+FLEET_OPERATIONS = (
+    Operation("GET", "/api/nodes", "fleet.nodes", "list_nodes",
+              "The fleet's nodes (docs/fleet.md): address, version, status (up, stopped, unreachable after 15 s "
+              "without a heartbeat), last heartbeat, capacity and load", (Success(200, "NodeList"),), FLEET,
+              cli=Cli("nodes")),
+    Operation("POST", "/api/sessions/<session_id>/adopt", "session.adopt", "adopt_session",
+              "Take over a session whose fleet node stopped heartbeating, when its workspace is on shared storage "
+              "(fleet.shared_storage): a new lease and fencing token in the fleet catalog, its folder moved into this "
+              "node's home and this node's workspace of the same name, then the boot repair a crash gets",
+              (Success(200, "AdoptionAnswer"),), ("invalid_request", "session_not_found", "session_not_adoptable",
+                                                  *ADMISSION, *FLEET), cli=_session_cli("session adopt")),
+)
+OPERATIONS += ATTENTION_OPERATIONS + USAGE_OPERATIONS + FLEET_OPERATIONS
 OPS = {operation.name: operation for operation in OPERATIONS}
 TOOLS = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from compozy.config_entries import load_budgets, load_notifiers
 from compozy.config_problems import ConfigError, Problems, as_list, named_tables
 from compozy.errors import CompozyError
+from compozy.fleet.settings import FleetSettings, load_fleet
 from compozy.launch_aliases import parse_launch_aliases
 from compozy.location import self_command
 from compozy.states import ATTENTION_KINDS, BusyMode, PermissionMode
@@ -191,6 +192,7 @@ class Config:
     title_chain: tuple = ()  # roles.auto_title.fallback_chain
     budgets: tuple = ()  # [[budgets]] (compozy.config_entries.Budget)
     notifiers: tuple = ()  # [[notify]] (compozy.config_entries.Notifier)
+    fleet: FleetSettings | None = None  # [fleet] (compozy.fleet.settings); None: this daemon is in no fleet
 
     def __getitem__(self, name):
         setting = SETTINGS_BY_NAME[name]
@@ -254,6 +256,7 @@ def from_document(document, path="config.toml"):
     hooks = _load_hooks(document.pop("hooks", []), problems)
     budgets = load_budgets(document.pop("budgets", []), problems)
     notifiers = load_notifiers(document.pop("notify", []), problems, parse_duration, ATTENTION_KINDS)
+    fleet = load_fleet(document.pop("fleet"), problems) if "fleet" in document else None
     values = {}
     _flatten(document, "", values, problems)
     title_chain = tuple(r for r in (_route(entry, f"{TITLE_CHAIN}[{i + 1}]", problems) for i, entry in
@@ -268,7 +271,7 @@ def from_document(document, path="config.toml"):
                 problems.add(f"agents.{agent.name}", f"names unknown provider {route.provider!r}")
     _check_title_role(values, title_chain, all_providers, all_agents, problems)
     problems.raise_if_any()
-    return Config(values, all_providers, all_agents, path, tuple(hooks), title_chain, budgets, notifiers)
+    return Config(values, all_providers, all_agents, path, tuple(hooks), title_chain, budgets, notifiers, fleet)
 
 
 def _check_title_role(values, chain, providers, agents, problems):

@@ -23,6 +23,8 @@ ERRORS = {
     # 403
     "host_not_allowed": ErrorKind(403, "the Host header is not the daemon's own loopback name"),
     "origin_not_allowed": ErrorKind(403, "the Origin header is not the daemon's own origin"),
+    "fleet_secret_refused": ErrorKind(403, "a request relayed by a fleet node carries a wrong fleet secret, names "
+                                           "a node the fleet catalog does not know, or reached a daemon in no fleet"),
     "session_is_caller": ErrorKind(403, "a native tool may not aim this at the calling session itself"),
     "tool_call_rejected": ErrorKind(403, "the permission mode or a person rejected the native tool call"),
     "setting_not_editable": ErrorKind(403, "the page and `compozy config set` change only the settings GET "
@@ -35,6 +37,7 @@ ERRORS = {
     "session_not_found": ErrorKind(404, "no session with that ID in that workspace"),
     "parent_session_not_found": ErrorKind(404, "the parent session does not exist in the target workspace"),
     "agent_not_found": ErrorKind(404, "no agent definition with that name"),
+    "node_not_found": ErrorKind(404, "the fleet has no node of that name"),
     "registry_agent_not_found": ErrorKind(404, "the ACP registry lists no agent with that id"),
     "queue_entry_not_found": ErrorKind(404, "no queue entry with that ID in the session"),
     "permission_request_not_found": ErrorKind(404, "no pending permission request with that ID"),
@@ -49,6 +52,10 @@ ERRORS = {
     # 409
     "workspace_conflict": ErrorKind(409, "a workspace with that name or path already exists"),
     "agent_conflict": ErrorKind(409, "config.toml already defines an agent or provider of that name"),
+    "session_not_adoptable": ErrorKind(409, "the session cannot be adopted: its node answers, its workspace is not on "
+                                            "shared storage, this node lacks the workspace, its folder cannot be "
+                                            "read, or the lease was lost (details.reason)"),
+    "fleet_not_configured": ErrorKind(409, "the operation needs a fleet and this daemon's config.toml has no [fleet]"),
     "session_archived": ErrorKind(409, "the session is archived"),
     "session_not_stopped": ErrorKind(409, "the operation needs a stopped session"),
     "session_not_active": ErrorKind(409, "the operation needs an active session"),
@@ -106,6 +113,9 @@ ERRORS = {
     # 503
     "new_work_admission_unavailable": ErrorKind(503, "the daemon is shutting down and admits no new work"),
     "daemon_unavailable": ErrorKind(503, "no daemon answers at that address"),
+    "node_unreachable": ErrorKind(503, "the fleet node that owns the session (or was asked to hold it) does not "
+                                       "answer: its heartbeat lapsed or its address refuses"),
+    "fleet_catalog_unavailable": ErrorKind(503, "the fleet catalog (PostgreSQL) cannot be reached"),
     "stream_limit_reached": ErrorKind(503, "daemon.max_streams event streams are open; retry after Retry-After"),
 }
 

@@ -4,6 +4,7 @@ Layer 2: pure functions over session records (their attributes) and catalog rows
 """
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from compozy.states import HealthState, RuntimeStatus, SessionState
 from compozy.text import compact_json
@@ -123,6 +124,23 @@ def compact_status(resource):
 
 def workspace_resource(row):
     return {"id": row["id"], "name": row["name"], "path": row["path"], "created_at": row["created_at"]}
+
+
+def node_resource(node, this=False, workspaces=()):
+    """A node of the fleet (compozy.fleet.catalog.FleetCatalog.nodes) as the API shows it; this: the node that
+    answers; workspaces: the ones it serves. status: up, stopped (it said it left) or unreachable (no heartbeat
+    for fleet.unreachable_after)."""
+    status = "up" if node["up"] else "stopped" if node["stopped"] else "unreachable"
+    return {"name": node["name"], "address": node["address"], "version": node["version"], "status": status,
+            "this_node": this, "started_at": _epoch_iso(node["started_at"]),
+            "last_heartbeat": _epoch_iso(node["last_heartbeat"]), "heartbeat_age": node["heartbeat_age"],
+            "capacity": {"max_agents": node["max_agents"], "free_memory": node["free_memory"]},
+            "load": {"live_agents": node["live_agents"], "sessions": node["sessions"]}, "workspaces": list(workspaces)}
+
+
+def _epoch_iso(seconds):
+    stamp = datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
 
 
 def entry_resource(entry):

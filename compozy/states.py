@@ -380,7 +380,7 @@ PERMISSION_SELECTED, PERMISSION_CANCELLED = "selected", "cancelled"
 # The kinds of the attention inbox's items (compozy.session.lifecycle.inbox).
 ATTENTION_KINDS = ("permission", "supervision_stale", "supervision_unknown", "runtime_stuck", "stop_unverified",
                    "agent_failure", "recovery_exhausted", "provider_auth_failure", "budget_warning", "storage_budget",
-                   "turn_finished", "question")
+                   "turn_finished", "question", "node_unreachable")
 
 
 class Attention(StrEnum):

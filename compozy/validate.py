@@ -273,6 +273,8 @@ CREATE_FIELDS = {
     "parent_session_id": text(max_length=64),
     "lineage_kind": text(choices=CREATE_LINEAGE_KINDS),  # and only with parent_session_id
     "type": text(choices=(SessionType.USER.value,)),  # the daemon makes the other types itself (creation.py)
+    "node": text(max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+                 rule="must be auto or a node's name"),  # a fleet's placement (docs/fleet.md)
 }
 PROMPT_FIELDS = {"message": message(required=True), "message_id": token(), "idempotency_key": token(),
                  "runtime": mapping(fields=RUNTIME_FIELDS), "mode": text(choices=tuple(BusyMode)),
@@ -321,7 +323,7 @@ ARCHIVE_VIEWS = ("active", "archived", "all")
 LIST_QUERY = {"workspace": text(pattern=NOT_EMPTY, rule="must be a workspace name or ID"), "parent": identifier("sess"), "root": identifier("sess"),
               "state": text(choices=tuple(SessionState)), "agent": text(),
               "archive": text(choices=("exclude", "only", "include")), "limit": integer(minimum=1, maximum=1000),
-              "cursor": identifier("sess")}
+              "cursor": identifier("sess"), "scope": text(choices=("local", "fleet"))}
 SEQUENCE = integer(minimum=0, maximum=SQLITE_MAX_INTEGER)
 EVENTS_QUERY = {"after_sequence": SEQUENCE, "before_sequence": SEQUENCE, "turn_id": identifier("turn"),
                 "type": text(), "limit": integer(minimum=1, maximum=1000), "archive": text(choices=ARCHIVE_VIEWS)}

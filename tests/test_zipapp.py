@@ -23,6 +23,9 @@ BUILD_TIMEOUT = 300
 CLI_TIMEOUT = 60
 PIP_FAILED = 3  # tools/build_pyz.py's exit status when no package index answers
 APSCHEDULER_IMPORT = ("apscheduler/__init__.py", "apscheduler/schedulers/base.py")
+# psycopg, the fleet's PostgreSQL driver (an extra: `compozy[fleet]`), reads its version once at import, with a
+# fallback; peewee imports it whenever it is installed, fleet or not (docs/fleet.md).
+PSYCOPG_IMPORT = ("psycopg/version.py", "psycopg_binary/version.py")
 
 METADATA_PROBE = """
 import importlib.metadata, json, os, signal, sys, threading, time, traceback
@@ -62,14 +65,14 @@ def bare_environment(home, extra=None):
 
 
 def test_only_apschedulers_import_consults_package_metadata(tmp_path):
-    """At import APScheduler reads its version (with a fallback) and plugin tables we never use;
-    nothing else, from import to a ready daemon, asks installed-package metadata."""
+    """At import APScheduler reads its version (with a fallback) and plugin tables we never use, and psycopg (when
+    installed) its version; nothing else, from import to a ready daemon, asks installed-package metadata."""
     env = {**bare_environment(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
     probe = subprocess.run([sys.executable, "-c", METADATA_PROBE], env=env, capture_output=True, text=True,
                            timeout=CLI_TIMEOUT)
     assert probe.returncode == 0, probe.stderr
     callers = json.loads(probe.stdout.splitlines()[-1])
-    assert [c for c in callers if not c.endswith(APSCHEDULER_IMPORT)] == []
+    assert [c for c in callers if not c.endswith(APSCHEDULER_IMPORT + PSYCOPG_IMPORT)] == []
 
 
 @pytest.fixture(scope="module")

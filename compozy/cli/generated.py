@@ -48,6 +48,7 @@ class Presentation:
     convert: dict = field(default_factory=dict)  # field -> what is sent for the value given (an absolute path)
     metavars: dict = field(default_factory=dict)  # field -> the word its help shows for the value
     one_of: tuple = ()              # fields of which exactly one is given (a usage error otherwise)
+    shorthands: dict = field(default_factory=dict)  # a bare flag -> (field, value) it stands for (--fleet)
 
 
 PRESENTATION: dict = {}  # operation name -> Presentation, filled by the CLI modules that present their commands
@@ -89,6 +90,10 @@ def _fields(operation):
     return {*operation.cli.arguments, *(name for name, _ in operation.cli.flags)}
 
 
+def _shorthand_param(flag):
+    return "shorthand_" + flag.lstrip("-").replace("-", "_")
+
+
 def _selector_param(operation):
     return "select_" + operation.name.replace(".", "_")
 
@@ -115,12 +120,17 @@ def command(operations):
                 seen.add(name)
                 required = _required(spec.get(name)) and all(name in _fields(op) for op in operations)
                 params.append(_option(name, flag, spec.get(name), shown, required, _in_one_of(operation, name)))
+    for flag in presentation.shorthands:
+        params.append(click.Option([flag, _shorthand_param(flag)], is_flag=True, help=presentation.options.get(flag)))
     quiet = next((_presentation(op).quiet for op in operations if _presentation(op).quiet), "")
     if quiet:
         params.append(_param(quiet_option(quiet)))
     params.append(_file_option(presentation) if _answers_a_file(main) else _param(output_option()))
 
     def run(output, quiet=False, **values):
+        for flag, (name, value) in presentation.shorthands.items():
+            if values.pop(_shorthand_param(flag)):
+                values[name] = value
         operation = _chosen(operations, values)
         shown = _presentation(operation)
         fields = _request(operation, shown, values)

@@ -138,7 +138,7 @@ def commands():
     """The whole command tree: the hand-written commands, then one generated for every other operation of
     the table (compozy/cli/generated.py)."""
     from compozy.cli import (agent, attach, completion, configuration, daemon, derive, exporting, files,  # noqa: F401
-                             finding, history, inbox, lifecycle, mcp, page, prompting, session, storage, usage,
+                             finding, fleet, history, inbox, lifecycle, mcp, page, prompting, session, storage, usage,
                              workspace)
     from compozy.cli.generated import generate
     generate(cli)

@@ -76,6 +76,7 @@ def readable(value, key=None):
 
 
 SESSION_HEADERS = ("ID", "STATE", "AGENT", "RUNTIME", "NAME")
+FLEET_SESSION_HEADERS = ("ID", "STATE", "AGENT", "RUNTIME", "NODE", "NAME")
 
 
 def session_row(session, open_items=0):
@@ -93,11 +94,20 @@ def runtime_cell(runtime):
     return f"{named or '-'} ({runtime.get('status', '-')})"
 
 
-def session_table(sessions, quiet=False, open_items=None):
+def session_table(sessions, quiet=False, open_items=None, fleet=False):
+    """fleet: a fleet list's rows, with the node that holds each session (and whether it answers)."""
     if quiet:
         return "\n".join(s["id"] for s in sessions)
+    if fleet:
+        return table([(*session_row(s, (open_items or {}).get(s["id"], 0))[:-1], node_cell(s.get("node")),
+                       s.get("name") or "-") for s in sessions], FLEET_SESSION_HEADERS, "no sessions")
     return table([session_row(s, (open_items or {}).get(s["id"], 0)) for s in sessions], SESSION_HEADERS,
                  "no sessions")
+
+
+def node_cell(node):
+    node = node or {}
+    return (node.get("name") or "-") + (" (unreachable)" if node.get("status") == "node_unreachable" else "")
 
 
 def session_block(session):

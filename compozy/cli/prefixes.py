@@ -1,7 +1,7 @@
 """Session IDs as unique prefixes, as git takes commits: `01M8XD`, `sess_01M8XD` or the whole ID.
 
 Layer 6 (surface). The CLI resolves a prefix against the daemon's catalog (archived sessions
-included) before it sends the request; a full ID, or text that cannot be a prefix, goes to the
+included; in a fleet, the fleet's when this node has no match) before it sends the request; a full ID, or text that cannot be a prefix, goes to the
 daemon as typed, so its own answer (`session_not_found`, `invalid_request`) stands.
 """
 
@@ -24,15 +24,25 @@ def prefix_of(text):
     return match.group(1).upper() if match else None
 
 
-def all_session_ids(call):
-    """Every session ID in the catalog, newest first, archived included (paged)."""
+def all_session_ids(call, **scope):
+    """Every session ID in the catalog (scope="fleet": the fleet's), newest first, archived included (paged)."""
     cursor = None
     while True:
-        page = call("session.list", archive="include", limit=PAGE, cursor=cursor)
+        page = call("session.list", archive="include", limit=PAGE, cursor=cursor, **scope)
         yield from (session["id"] for session in page["sessions"])
         cursor = (page.get("page") or {}).get("next_cursor")
         if not cursor:
             return
+
+
+def fleet_candidates(prefix, call):
+    """The fleet's sessions that start with the prefix, when this daemon is in a fleet (docs/fleet.md)."""
+    try:
+        return [sid for sid in all_session_ids(call, scope="fleet") if sid[len("sess_"):].startswith(prefix)]
+    except CompozyError as exc:
+        if exc.code in ("fleet_not_configured", "fleet_catalog_unavailable"):
+            return []
+        raise
 
 
 def resolve(text, call):
@@ -41,6 +51,8 @@ def resolve(text, call):
     if prefix is None:
         return text
     candidates = [sid for sid in all_session_ids(call) if sid[len("sess_"):].startswith(prefix)]
+    if not candidates:
+        candidates = fleet_candidates(prefix, call)
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:

@@ -45,6 +45,8 @@ def session():
               shell_complete=complete_sessions)
 @click.option("--lineage-kind", type=click.Choice(["provenance", "recovery"]), help="with --parent only")
 @click.option("--type", type=choice("session.create", "type"), help="session type")
+@click.option("--node", help="in a fleet: the node to create it on, or auto (the one with the most free capacity "
+              "that has the workspace)")
 @click.option("-q", "--quiet", is_flag=True, help="print only the new session's ID")
 @output_option()
 @click.pass_obj
@@ -59,6 +61,7 @@ def new(obj, cwd, quiet, output, **fields):
     Example:
       compozy session new --cwd ~/src/app --name refactor
       compozy session new --workspace app -q
+      compozy session new --workspace app --node auto
     """
     if cwd or not fields["workspace"]:
         fields["workspace_path"] = os.path.abspath(cwd or os.getcwd())
@@ -134,13 +137,17 @@ def _confirm_removal(resource):
 LIST_OPTIONS = {"workspace": "workspace name or ID", "parent": "direct children of this session",
                 "root": "the whole tree under this root, root included", "agent": "agent name",
                 "archive": "archived sessions (default exclude)", "limit": "page size (default 100)",
-                "cursor": "next_cursor of the previous page"}
+                "cursor": "next_cursor of the previous page",
+                "scope": "local: this daemon's sessions (default); fleet: every node's, from the fleet catalog",
+                "--fleet": "the same as --scope fleet: every node's sessions, with a NODE column"}
 
 PRESENTATION.update({
     "session.list": Presentation(
         "List sessions, newest first (a header line on a terminal; -q for IDs only).",
-        "compozy session list --state active --limit 20\ncompozy session list -q | xargs -n1 compozy session stop",
-        lambda d, quiet: session_table(d["sessions"], quiet, d.get("open_items")), LIST_OPTIONS, "session IDs"),
+        "compozy session list --state active --limit 20\ncompozy session list -q | xargs -n1 compozy session stop\n"
+        "compozy session list --fleet",
+        lambda d, quiet: session_table(d["sessions"], quiet, d.get("open_items"), fleet=d.get("scope") == "fleet"),
+        LIST_OPTIONS, "session IDs", shorthands={"--fleet": ("scope", "fleet")}),
     "session.get": Presentation(
         "The session resource: state, runtime, lineage, activity, health, supervision.",
         "compozy session get sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY -o json", lambda d: _session_detail(d["session"])),

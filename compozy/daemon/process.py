@@ -103,7 +103,7 @@ class Daemon:
         secret = self.secret(config)
         sockets, port = self._bind()
         url = f"http://{url_host(local_host(self.host))}:{port}" if port else None  # usable, never 0.0.0.0
-        manager = SessionManager(self.home, config, endpoints=self.endpoints(port)).start()
+        manager = SessionManager(self.home, config, endpoints=self.endpoints(port), address=url).start()
         max_streams = config["daemon.max_streams"]
         app = create_app(manager, port, auth=Auth(secret, port, url), max_streams=max_streams,
                          remote_names=None if self.loopback else remote_names(self.host))

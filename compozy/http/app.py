@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 from compozy import __version__, api
 from compozy.config import SETTINGS_BY_NAME
 from compozy.errors import CompozyError, error_body
+from compozy.fleet import relay as fleet_relay
 from compozy.http import guards, page, profiles, routes, tool_server
 from compozy.http.auth import LoginRequired, login_view
 from compozy.http.slashes import route_encoded_slashes
@@ -45,13 +46,16 @@ def create_app(manager, port=None, *, auth, remote_names=None, max_streams=MAX_S
     @app.before_request
     def guard():
         guards.check_host_and_origin(app.config.get("COMPOZY_PORT", port), remote_names)
-        if not request.environ.get(UNIX_SOCKET):  # the socket is owner-only and checks its peer's uid
+        peer = fleet_relay.peer(manager.fleet)  # a fleet node's relayed request carries the fleet secret instead
+        if peer is None and not request.environ.get(UNIX_SOCKET):  # the socket is owner-only, checks its peer's uid
             login = auth.guard()
             if login is not None:
                 return login
         guards.check_body_limits()
         if profiles.wanted():
             return profiles.relay(manager.home.root)
+        if manager.fleet is not None and peer is None:  # a relayed request is answered here, never relayed again
+            return fleet_relay.relay_if_remote(manager)
 
     app.register_error_handler(LoginRequired, lambda exc: exc.response())
     app.register_error_handler(CompozyError, _compozy_error)

@@ -114,7 +114,15 @@ SESSION_FIELDS = dict(
     derivation=ref("Derivation"),
     spawn=obj(["role", "ttl", "expires_at", "permissions"], role=STRING, ttl=STRING, expires_at=TIMESTAMP,
               permissions=obj(["mode", "parent_mode"], mode=STRING, parent_mode=STRING)),
-    auto_title=obj(["state", "at"], state=enum(TitleState), at=TIMESTAMP))
+    auto_title=obj(["state", "at"], state=enum(TitleState), at=TIMESTAMP),
+    node=obj(["name", "status"], name=STRING, status=enum(("up", "node_unreachable"))))  # a fleet list's rows
+NODE = obj(["name", "address", "version", "status", "this_node", "started_at", "last_heartbeat", "heartbeat_age",
+            "capacity", "load"], name=STRING, address=STRING, version=STRING,
+           status=enum(("up", "stopped", "unreachable")), this_node=BOOLEAN, started_at=TIMESTAMP,
+           last_heartbeat=TIMESTAMP, heartbeat_age=NUMBER,
+           capacity=obj(["max_agents", "free_memory"], max_agents=INTEGER, free_memory=INTEGER),
+           load=obj(["live_agents", "sessions"], live_agents=INTEGER, sessions=INTEGER),
+           workspaces=array(obj(["name", "path", "shared_storage"], name=STRING, path=STRING, shared_storage=BOOLEAN)))
 SESSION_REQUIRED = ("id", "name", "type", "state", "agent_name", "workspace_id", "cwd", "created_at", "updated_at",
                     "archived", "fences", "runtime", "lineage", "activity", "health", "supervision", "escalated")
 EVENT = obj(["id", "session_id", "sequence", "turn_id", "type", "agent_name", "workspace_id", "content", "timestamp"],
@@ -164,7 +172,11 @@ SCHEMAS = {
     "SessionAnswer": wrapped("session", "Session"),
     "SessionPage": obj(["sessions", "page"], sessions=array(ref("Session")), page=obj(
         ["limit", "total", "has_more", "next_cursor"], limit=INTEGER, total=INTEGER, has_more=BOOLEAN,
-        next_cursor=nullable(STRING)), open_items={"type": "object", "additionalProperties": INTEGER}),
+        next_cursor=nullable(STRING)), open_items={"type": "object", "additionalProperties": INTEGER},
+        scope=enum(("fleet",))),
+    "NodeList": obj(["nodes"], nodes=array(NODE)),
+    "AdoptionAnswer": obj(["session", "adoption"], session=ref("Session"),
+                          adoption=obj(["from_node", "lease_token"], from_node=STRING, lease_token=INTEGER)),
     "SessionStatus": obj((*SESSION_REQUIRED, "lifecycle_state", "verified", "attention"),
                          state=enum(HealthState), lifecycle_state=enum(SessionState), **SESSION_FIELDS),
     "SessionStatusAnswer": wrapped("session", "SessionStatus"),

@@ -13,12 +13,27 @@ export class SessionList {
     Object.assign(this, { alert, navigate, workspaces, loadWorkspaces });
     this.bulk = new Bulk({ alert, reload: () => this.load() });
     $("new-session").addEventListener("submit", (e) => { e.preventDefault(); this.create(e.target); });
-    for (const id of ["filter-state", "filter-workspace", "filter-archive"]) $(id).addEventListener("change", () => this.load());
+    for (const id of ["filter-state", "filter-workspace", "filter-archive", "filter-scope"]) {
+      $(id).addEventListener("change", () => this.load());
+    }
   }
 
   async show() {
     document.title = "Sessions · compozy";
-    await Promise.all([this.load(), this.agentChoice()]);
+    await Promise.all([this.fleetChoice().then(() => this.load()), this.agentChoice()]);
+  }
+
+  // In a fleet (docs/fleet.md) the list can show every node's sessions, each with its node; otherwise the choice
+  // stays hidden (GET /api/nodes answers fleet_not_configured).
+  async fleetChoice() {
+    if (this.inFleet !== undefined) return;
+    try {
+      await call("fleet.nodes");
+      this.inFleet = true;
+    } catch (error) {
+      this.inFleet = false;
+    }
+    $("filter-scope-label").hidden = !this.inFleet;
   }
 
   async agentChoice() {
@@ -36,12 +51,18 @@ export class SessionList {
     for (const [name, id] of [["state", "filter-state"], ["workspace", "filter-workspace"]]) {
       if ($(id).value) query[name] = $(id).value;
     }
+    const fleet = Boolean(this.inFleet) && $("filter-scope").value === "fleet";
+    if (fleet) {
+      query.scope = "fleet";
+      if (query.workspace) query.workspace = this.workspaces.get(query.workspace)?.name || query.workspace; // by name on every node
+    }
+    $("node-column").hidden = !fleet;
     try {
       const { sessions, page } = await call("session.list", query);
-      if (sessions.some((s) => !this.workspaces.has(s.workspace_id))) await this.loadWorkspaces();
-      const rows = await Promise.all(sessions.map((s) => this.row(s)));
+      if (!fleet && sessions.some((s) => !this.workspaces.has(s.workspace_id))) await this.loadWorkspaces();
+      const rows = await Promise.all(sessions.map((s) => this.row(s, fleet)));
       replace($("session-rows"), rows.length ? rows
-        : el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No sessions match.")));
+        : el("tr", {}, el("td", { colspan: fleet ? 8 : 7, class: "muted" }, "No sessions match.")));
       replace($("list-count"), page.has_more ? `${sessions.length} of ${page.total}` : `${sessions.length} sessions`);
       this.bulk.listed(sessions);
     } catch (error) {
@@ -49,13 +70,17 @@ export class SessionList {
     }
   }
 
-  async row(s) {
+  async row(s, fleet = false) {
     const workspace = this.workspaces.get(s.workspace_id);
     const name = s.name || s.id;
+    const unreachable = s.node?.status === "node_unreachable";
     return el("tr", { "data-session-id": s.id },
       el("td", { class: "pick" }, this.bulk.checkbox(s, name)),
       el("td", { class: "name-cell" }, el("a", { href: sessionHref(s.id), "data-route": true, class: "name" }, name)),
       el("td", { class: "workspace", title: workspace?.path }, el("span", { class: "name" }, workspace?.name || s.workspace_id)),
+      ...(fleet ? [el("td", { class: `node${unreachable ? " unreachable" : ""}`,
+        title: unreachable ? "this node does not answer (no heartbeat)" : "" },
+      el("span", { class: "name" }, s.node?.name || "-"), unreachable ? " (unreachable)" : "")] : []),
       el("td", { class: "agent" }, el("span", { class: "name" }, s.agent_name)),
       el("td", { class: "runtime" }, await runtimeCell(s)),
       el("td", { class: "state" }, el("span", { class: "badges" }, badges(s))),

@@ -20,6 +20,10 @@ _.spawn_depth
 _.lineage_kind
 _.resolved_at
 _.child_session_id
+_.last_heartbeat  # compozy/fleet/catalog.py: the fleet catalog's columns, written and read in SQL
+_.runtime_status
+_.acquired_at
+_.previous_node
 
 # Observers.emit calls a subscriber's method by the signal's name (session/records/observers.py)
 _.state_changed

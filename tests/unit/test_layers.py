@@ -15,6 +15,8 @@ own sub-package or a lower one.
 Layer 0: errors imports nothing from compozy; ids, states and clock may import errors, states imports machine (the
 Machine type its tables are), jsonrpc (the one JSON-RPC framing) imports text,
 threads (the daemon's threads) imports clock.
+The fleet's modules sit in the layers of what they touch: fleet.settings 0, fleet.catalog 2 (peewee, PostgreSQL),
+fleet.mirror and fleet.adoption 4, fleet.relay 6 (flask; http.app imports it, it imports http.guards and http.sse).
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
 siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api (the operation table), errors, ids, text, jsonrpc and other cli modules at module level, and paths,
@@ -46,6 +48,9 @@ LAYER_OF = {
     "compozy.session": 4,
     "compozy.manager": 5,
     "compozy.http": 6, "compozy.daemon": 6, "compozy.cli": 6, "compozy.mcp": 6, "compozy.__main__": 6,
+    # the fleet (docs/fleet.md): each module in the layer of what it touches
+    "compozy.fleet": 0, "compozy.fleet.settings": 0, "compozy.fleet.catalog": 2, "compozy.fleet.mirror": 4, "compozy.fleet.adoption": 4,
+    "compozy.fleet.relay": 6,
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
 LAYER0_IMPORTED = {"compozy.errors": LAYER0_IMPORTERS, "compozy.machine": ("compozy.states",),
@@ -57,6 +62,8 @@ SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compoz
                  "compozy.session.derive")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.steps", "compozy.agents.settings", "compozy.agents.tools")
+FLEET_SURFACE = {("compozy.http.app", "compozy.fleet.relay"), ("compozy.fleet.relay", "compozy.http.guards"),
+                 ("compozy.fleet.relay", "compozy.http.sse")}
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.text", "compozy.jsonrpc")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference"),
@@ -64,10 +71,11 @@ CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cl
 
 # Third-party top-level names and the modules allowed to import them.
 THIRD_PARTY = {
-    "flask": lambda m: in_package(m, "compozy.http"),
+    "flask": lambda m: in_package(m, "compozy.http") or m == "compozy.fleet.relay",
     "werkzeug": lambda m: in_package(m, "compozy.http"),  # flask's own toolkit
     "waitress": lambda m: m in ("compozy.daemon.listen", "compozy.daemon.workers"),
-    "peewee": lambda m: in_package(m, "compozy.store"),
+    "peewee": lambda m: in_package(m, "compozy.store") or m == "compozy.fleet.catalog",
+    "playhouse": lambda m: m == "compozy.fleet.catalog",  # peewee's own extensions: its connection pool
     "pexpect": lambda m: m in ("compozy.acp.driver", "compozy.proc"),
     "apscheduler": lambda m: in_package(m, "compozy.session"),
     "click": lambda m: in_package(m, "compozy.cli"),
@@ -189,6 +197,8 @@ def violations(module, path):
             pass  # the daemon process builds the app
         elif in_package(module, "compozy.http") and in_package(target, "compozy.mcp"):
             pass  # the app serves the native tool server
+        elif (module, target) in FLEET_SURFACE:
+            pass  # the app relays to the fleet's nodes, and the relay reads a body as the app does
         elif module == "compozy.__main__" and target == "compozy.cli.main":
             pass  # `python -m compozy` is the CLI
         elif theirs == own:

@@ -59,28 +59,41 @@ def kill_orphans(home, processes):
 
 def classify_stale(store, processes=proc.LINUX):
     """Boot rules for sessions left starting, active or stopping; returns the repaired IDs."""
-    changed = []
-    for record in store.in_states((SessionState.STARTING, SessionState.ACTIVE, SessionState.STOPPING), MAYBE_STALE):
-        verdict = stale_classification(record)
-        if verdict is None:
-            continue
-        _, unproven = prove_exit(record.runtime.process, processes, ORPHAN_TERM_GRACE, ORPHAN_KILL_GRACE)
-        if unproven is not None:
-            leave_stopping(store, record, unproven)
-            changed.append(record.id)
-            continue
-        reason, kind, detail = verdict
-        stale = record.state
-        status = RUNTIME.check(record.runtime.status, RuntimeStatus.UNBOUND, repair=True)
-        record.change(state=SESSION.check(stale, SessionState.STOPPED, repair=True).value, stop_reason=reason.value,
-                      stop_detail=detail, verified=True, runtime=record.runtime.replace(
-                          status=status.value, transition="", process=None, recovery=None, effective=None))
-        if kind is not None:
-            record.failure = {"kind": kind.value, "summary": detail}
-        store.save(record)
-        log.warning("session %s was %s at an unclean exit: stopped (%s, %s)", record.id, stale, reason.value, detail)
-        changed.append(record.id)
-    return changed
+    return [record.id for record in store.in_states((SessionState.STARTING, SessionState.ACTIVE,
+                                                     SessionState.STOPPING), MAYBE_STALE)
+            if settle_stale(store, record, processes)]
+
+
+def settle_stale(store, record, processes):
+    """One session found live by a boot (or an adoption): stopped, or left stopping when its agent's exit
+    cannot be proven; False when it is kept as it is."""
+    verdict = stale_classification(record)
+    if verdict is None:
+        return False
+    _, unproven = prove_exit(record.runtime.process, processes, ORPHAN_TERM_GRACE, ORPHAN_KILL_GRACE)
+    if unproven is not None:
+        leave_stopping(store, record, unproven)
+        return True
+    reason, kind, detail = verdict
+    stale = record.state
+    status = RUNTIME.check(record.runtime.status, RuntimeStatus.UNBOUND, repair=True)
+    record.change(state=SESSION.check(stale, SessionState.STOPPED, repair=True).value, stop_reason=reason.value,
+                  stop_detail=detail, verified=True, runtime=record.runtime.replace(
+                      status=status.value, transition="", process=None, recovery=None, effective=None))
+    if kind is not None:
+        record.failure = {"kind": kind.value, "summary": detail}
+    store.save(record)
+    log.warning("session %s was %s at an unclean exit: stopped (%s, %s)", record.id, stale, reason.value, detail)
+    return True
+
+
+def repair_adopted(store, record, processes=proc.LINUX):
+    """The boot repair of one session whose node went away, for the node that adopted it (docs/fleet.md): its
+    stale live state settled as a boot settles it, then its interrupted transcript repaired."""
+    settle_stale(store, record, processes)
+    if record.state == SessionState.STOPPED and record.stop_reason in REPAIRABLE_REASONS:
+        if repair(store, record)["applied"]:
+            log.warning("repaired the interrupted transcript of adopted session %s by appending", record.id)
 
 
 def leave_stopping(store, record, unproven):

@@ -1,0 +1,7 @@
+"""A fleet: daemons on several hosts that share one PostgreSQL catalog (docs/fleet.md).
+
+Each module sits in the layer of what it touches: `settings` (layer 0, the [fleet] table of config.toml),
+`catalog` (layer 2, the PostgreSQL tables through peewee and psycopg), `mirror` (layer 4, the node's
+registration, heartbeat and the mirror of its session index, on one thread of its own) and `relay`
+(layer 6, the HTTP side: a peer's secret checked, an operation relayed to the session's owner).
+"""

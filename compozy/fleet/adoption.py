@@ -1,0 +1,77 @@
+"""Adopting a session whose node went away: its folder copied from shared storage, the lease taken with a new
+fencing token, the folder moved into this node's home and pointed at this node's workspace of the same name.
+
+Layer 4. The façade (manager.adopt_session) runs the steps in order and the boot repair after them; the lease
+is PostgreSQL's (compozy.fleet.catalog.take_lease), taken only after the copy is whole, so a failed copy
+leaves the session where it was.
+"""
+
+import logging
+import os
+import shutil
+
+from compozy.errors import CompozyError
+from compozy.fleet.catalog import FleetDown
+
+log = logging.getLogger("compozy.fleet")
+
+
+def refuse(session_id, reason, message, **details):
+    return CompozyError("session_not_adoptable", message, session_id=session_id, reason=reason, **details)
+
+
+def check(catalog, session_id, this_node, local_workspace):
+    """What the fleet catalog says of the session, once every rule of an adoption holds; else refused.
+    local_workspace(name): this node's workspace of that name, or None."""
+    try:
+        found = catalog.adoption(session_id)
+    except FleetDown as exc:
+        raise CompozyError("fleet_catalog_unavailable", f"the fleet catalog cannot be reached: {exc}") from None
+    if found is None:
+        raise CompozyError("session_not_found", f"no node of the fleet has session {session_id}", session_id=session_id)
+    node = found["node"]
+    if node == this_node:
+        raise refuse(session_id, "already_here", f"session {session_id} is this node's already", node=node)
+    if found["up"]:
+        raise refuse(session_id, "node_up", f"node {node!r} holds session {session_id} and answers: act on it "
+                                            f"there (any node relays to it)", node=node)
+    if not found["shared_storage"]:
+        raise refuse(session_id, "not_shared", f"workspace {found['workspace']!r} of node {node!r} is not on shared "
+                                               f"storage (fleet.shared_storage); its sessions cannot be adopted",
+                     node=node, workspace=found["workspace"])
+    if local_workspace(found["workspace"]) is None:
+        raise refuse(session_id, "no_workspace", f"this node has no workspace named {found['workspace']!r}: add it "
+                                                 f"(compozy workspace add {found['workspace']} PATH) first",
+                     node=node, workspace=found["workspace"])
+    if not os.path.isfile(os.path.join(found["folder"], "meta.json")):
+        raise refuse(session_id, "folder_unreachable", f"the session's folder {found['folder']} cannot be read from "
+                                                       f"this node", node=node, folder=found["folder"])
+    return found
+
+
+def copy_in(source, staging):
+    """The session's folder copied beside this home's sessions (not yet among them)."""
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(os.path.dirname(staging), mode=0o700, exist_ok=True)
+    shutil.copytree(source, staging, symlinks=True)
+
+
+def settle_in(source, staging, target):
+    """The copy becomes this home's session folder; the other node's folder goes (it must not run it again)."""
+    os.rename(staging, target)
+    try:
+        shutil.rmtree(source)
+    except OSError as exc:
+        log.warning("adopted session folder %s could not be removed from its old node (%s); the lease fences it",
+                    source, exc)
+
+
+def repoint(record, workspace, old_path, token, node, from_node):
+    """The record in this node's workspace of the same name; the lease it holds the session by."""
+    if record.cwd == old_path or not record.cwd:
+        record.cwd = workspace["path"]
+    elif old_path and record.cwd.startswith(old_path.rstrip("/") + "/"):
+        record.cwd = workspace["path"].rstrip("/") + record.cwd[len(old_path.rstrip("/")):]
+    record.workspace_id = workspace["id"]
+    record.extra["fleet_lease"] = {"node": node, "token": token, "adopted_from": from_node}
+    return record
