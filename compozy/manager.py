@@ -6,9 +6,7 @@ daemon's behaviour through these methods, which return the documents the API ans
 
 import json
 import logging
-import shutil
 import threading
-from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
@@ -16,11 +14,8 @@ from typing import Any, Iterator, Mapping
 from compozy import __version__, parsing, serialize
 from compozy.api import OPERATIONS
 from compozy.clock import SYSTEM
-from compozy.config_problems import ConfigError
 from compozy.errors import CompozyError
-from compozy.fleet import adoption
-from compozy.fleet.catalog import FleetCatalog, FleetDown
-from compozy.fleet.mirror import FleetMirror
+from compozy.fleet.views import FleetViews
 from compozy.ids import validate_id
 from compozy.proc import LINUX
 from compozy.session.derive import derivation, files, observing, rewind, sources
@@ -30,7 +25,6 @@ from compozy.session.derive.rewind import Rewinder
 from compozy.session.lifecycle import repair, requests as lifecycle
 from compozy.session.lifecycle.archives import ArchiveViews
 from compozy.session.lifecycle.boot import Reconciler
-from compozy.session.lifecycle.inbox import DISMISS
 from compozy.session.lifecycle.inbox_views import InboxViews
 from compozy.session.lifecycle.stop import Stopper
 from compozy.session.lifecycle.supervision import Supervisor
@@ -39,7 +33,7 @@ from compozy.session.records.agents import AgentViews
 from compozy.session.records.creation import create_session
 from compozy.session.records.feed import Feed, catalog_changed
 from compozy.session.records.governed import refuse_removal
-from compozy.session.records.listing import list_filters
+from compozy.session.records.listing import DEFAULT_LIST_LIMIT, list_filters
 from compozy.session.records.live import LiveSession
 from compozy.session.records.services import Services
 from compozy.session.records.reading import SessionReads, watched
@@ -59,7 +53,6 @@ from compozy.session.turns.choices import outcome
 from compozy.session.turns.permissions import AgentRequests
 from compozy.states import LIVE_STATES, StopAnswer, StopCause
 from compozy.store.catalog import Catalog
-from compozy.store.meta import read_meta
 from compozy.store.eventlog import EventLogPool
 
 log = logging.getLogger("compozy.manager")
@@ -67,18 +60,15 @@ log = logging.getLogger("compozy.manager")
 Fields = Mapping[str, Any]  # a request's body or query, as compozy.parsing's edge passes it: parsed
 NOTHING: Mapping[str, Any] = MappingProxyType({})  # never used: the edge passes the parsed request
 
-DEFAULT_LIST_LIMIT = 100
-ATTENTION_LIMIT = 100
 SHUTDOWN_JOIN_SECONDS = 2.0  # what the background threads get to end before the stores close under them
 
 
-class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls, files.FileOperations,
+class SessionManager(FleetViews, AgentViews, SettingsViews, SessionReads, ArchiveViews, ToolCalls, files.FileOperations,
                      InboxViews, UsageViews):
     def __init__(self, home, config, clock=SYSTEM, processes=LINUX, endpoints=None, address=None):
-        """clock and processes are the time and the process table the timers and the stop ladder read;
-        endpoints (identity.ToolEndpoints) where bound agents reach the native tool server, None: nowhere;
-        address: this daemon's HTTP address, what the fleet's other nodes reach it by unless [fleet] advertise
-        says otherwise."""
+        """clock and processes: the time and process table the timers and the stop ladder read; endpoints
+        (identity.ToolEndpoints): where bound agents reach the native tool server (None: nowhere); address: this
+        daemon's HTTP address, where the fleet's other nodes reach it unless [fleet] advertise says otherwise."""
         self.home = home.ensure()
         self.catalog = Catalog(home.catalog_file)
         self.store = SessionStore(home, self.catalog, EventLogPool(home), agent_defaults=self._agent_defaults)
@@ -125,9 +115,7 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
                  for s in list(self.live.values())]
         for thread in stops:
             thread.join()
-        if self.fleet is not None:  # the sessions as they stopped, then this node gone
-            self.fleet.mark(*list(self.live))
-            self.fleet.leave()
+        self._leave_fleet()
         self.services.catalog_feed.close()
         for session in list(self.live.values()):
             session.close()
@@ -199,14 +187,11 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
                 "threads": self.services.threads.view(record.id)}
 
     def list_sessions(self, query: Fields = NOTHING, encoded: bool = False) -> dict | serialize.JSONText:
-        """Catalog page, newest first, with the interface's filters and keyset cursor.
-
-        encoded=True answers JSON text assembled from each row's stored rendered read, so a
-        page of 1,000 sessions costs one query and a join, not 1,000 decodes and encodes.
-        """
+        """Catalog page, newest first, with the interface's filters and keyset cursor (scope=fleet: the fleet's).
+        encoded=True answers JSON text assembled from each row's stored rendered read, so a page of 1,000
+        sessions costs one query and a join, not 1,000 decodes and encodes."""
         if query.get("scope") == "fleet":
-            fleet = self._list_fleet(query)
-            return fleet if encoded else json.loads(fleet)
+            return self._list_fleet(query, encoded)
         limit, cursor = query.get("limit") or DEFAULT_LIST_LIMIT, query.get("cursor")
         rows, has_more, total = self.catalog.list_sessions(list_filters(query, self.workspaces), limit, cursor)
         page = {"limit": limit, "total": total, "has_more": has_more,
@@ -359,187 +344,6 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
         """What a continue or fork would carry right now, at which fences; it never writes."""
         return sources.preview(self._session(session_id, workspace), self.services, query)
 
-    # -- the fleet (docs/fleet.md) ------------------------------------------------------------------
-
-    def _join_fleet(self, settings, address):
-        """The mirror of this node in the fleet catalog ([fleet] in config.toml), None when in no fleet."""
-        if settings is None:
-            return None
-        if settings.advertise is None:
-            settings = replace(settings, advertise=address)
-        try:
-            catalog = FleetCatalog(settings.database, settings.unreachable_after)
-        except FleetDown as exc:
-            raise ConfigError(f"{self.services.config.path}: fleet: {exc}") from None
-        mirror = FleetMirror(self.services, settings, catalog, __version__, self._mirror_rows, self._fleet_workspaces,
-                             self._node_changed, self._fence)
-        return self.services.observers.add(mirror)
-
-    def reload_config(self, config):
-        """As AgentViews.reload_config; a changed [fleet] table waits for a restart (the node's identity, its
-        catalog and its secret are read at start), and the log says so."""
-        running = self.fleet.settings if self.fleet is not None else None
-        wanted = config.fleet
-        if running is not None and wanted is not None and wanted.advertise is None:
-            wanted = replace(wanted, advertise=running.advertise)  # the daemon's own address, as at start
-        if wanted != running:
-            log.warning("fleet: [fleet] in config.toml changed; it is read at start, restart the daemon to apply it")
-        super().reload_config(config)
-
-    def _placed_here(self, node):
-        """A creation that names a node reaches the façade only when it is this one (or auto placed it here):
-        the HTTP surface relays the others to their node."""
-        if node is None:
-            return
-        if self.fleet is None:
-            raise CompozyError("fleet_not_configured", f"this daemon is in no fleet, so it cannot place a session "
-                                                       f"on node {node!r}", node=node)
-        if node not in ("auto", self.fleet.node):
-            raise CompozyError("node_not_found", f"this surface cannot reach node {node!r}; ask it over HTTP",
-                               node=node)
-
-    def _fleet_catalog(self):
-        if self.fleet is None:
-            raise CompozyError("fleet_not_configured", "this daemon is in no fleet: add a [fleet] table to "
-                                                       "config.toml (docs/fleet.md) and restart it")
-        return self.fleet.catalog
-
-    def list_nodes(self) -> dict:
-        """The fleet's nodes: address, version, health, last heartbeat and load."""
-        catalog = self._fleet_catalog()
-        try:
-            nodes, workspaces = catalog.nodes(), catalog.workspaces()
-        except FleetDown as exc:
-            raise fleet_unavailable(exc) from None
-        return {"nodes": [serialize.node_resource(n, n["name"] == self.fleet.node, workspaces.get(n["name"], []))
-                          for n in nodes]}
-
-    def _list_fleet(self, query):
-        limit, cursor = query.get("limit") or DEFAULT_LIST_LIMIT, query.get("cursor")
-        catalog = self._fleet_catalog()
-        filters = {"workspace": query.get("workspace"), "state": query.get("state"), "agent_name": query.get("agent"),
-                   "parent_session_id": query.get("parent"), "root_session_id": query.get("root"),
-                   "archive": query.get("archive", "exclude")}
-        try:
-            if filters["workspace"] is not None and not catalog.workspace_known(filters["workspace"]):
-                raise CompozyError("workspace_not_found", f"no node of the fleet has a workspace {filters['workspace']!r}",
-                                   workspace=filters["workspace"])
-            rows, has_more, total = catalog.list_sessions(filters, limit, cursor)
-        except FleetDown as exc:
-            raise fleet_unavailable(exc) from None
-        page = {"limit": limit, "total": total, "has_more": has_more,
-                "next_cursor": rows[-1][0] if has_more and rows else None}
-        texts, open_items = [], {}
-        for session_id, text, node, up, attention in rows:
-            if attention:
-                open_items[session_id] = attention
-            where = serialize.encode({"name": node, "status": "up" if up else "node_unreachable"})
-            texts.append(f'{text[:-1]},"node":{where}}}')  # the owner's row (a JSON object) with its node
-        return serialize.JSONText(f'{{"sessions":[{",".join(texts)}],"page":{serialize.encode(page)},'
-                                  f'"open_items":{serialize.encode(open_items)},"scope":"fleet"}}')
-
-    def _mirror_rows(self, session_ids):
-        """The fleet catalog's rows of these sessions (compozy.fleet.catalog.SESSION_COLUMNS), and the IDs this
-        node no longer indexes."""
-        counts = self.catalog.attention.counts(list(session_ids))
-        names = {w["id"]: w["name"] for w in self.workspaces.list()}
-        rows, gone = [], []
-        for session_id in session_ids:
-            live = self.live.get(session_id)
-            flags = self.catalog.session_flags(session_id)
-            record = live.record if live is not None else self.store.get(session_id) if flags else None
-            if record is None or not flags or flags["orphaned"]:
-                gone.append(session_id)
-                continue
-            resource = self._resource(record)
-            lineage = record.lineage or {}
-            rows.append((record.id, self.fleet.node, record.workspace_id, names.get(record.workspace_id, ""),
-                         record.name, record.state, record.runtime.status, record.agent_name, bool(record.archived),
-                         lineage.get("parent_session_id"), lineage.get("root_session_id") or record.id,
-                         counts.get(session_id, 0), record.updated_at, str(self.home.session_dir(record.id)),
-                         serialize.encode(resource)))
-        return rows, gone
-
-    def _node_changed(self, node):
-        """Another node's heartbeat lapsed (the attention item node_unreachable opens, once), or it answers again
-        or said it stopped (the item resolves)."""
-        cause = f"node:{node['name']}"
-        if node["up"] or node["stopped"]:
-            self.services.inbox.resolve_cause(cause, "the node answers again" if node["up"] else "the node stopped")
-            return
-        sessions = self.fleet.catalog.session_count(node["name"])
-        summary = (f"fleet node {node['name']} does not answer (no heartbeat for {node['heartbeat_age']:.0f} s); "
-                   f"its {sessions} sessions cannot be reached")
-        self.services.inbox.open(cause, "node_unreachable", None, summary, [DISMISS],
-                                 {"node": node["name"], "address": node["address"], "sessions": sessions})
-
-    def adopt_session(self, session_id: str) -> dict:
-        """Take over a session whose node went away, from shared storage, under a new lease (docs/fleet.md)."""
-        self._require_admission()
-        catalog = self._fleet_catalog()
-        validate_id(session_id, "sess", not_found="session_not_found")
-        flags = self.catalog.session_flags(session_id)
-        if flags is not None and not flags["orphaned"]:
-            raise adoption.refuse(session_id, "already_here", f"session {session_id} is this node's already")
-        found = adoption.check(catalog, session_id, self.fleet.node, self._workspace_named)
-        staging, target = self.home.root / "adopting" / session_id, self.home.session_dir(session_id)
-        try:
-            adoption.copy_in(found["folder"], staging)
-        except OSError as exc:
-            raise adoption.refuse(session_id, "folder_unreachable", f"the session's folder {found['folder']} could not "
-                                  f"be copied: {exc}", node=found["node"]) from None
-        try:
-            token = catalog.take_lease(session_id, found["node"], self.fleet.node)
-        except FleetDown as exc:
-            token = None
-            reason = str(exc)
-        else:
-            reason = f"node {found['node']!r} answers again, or another node adopted the session first"
-        if token is None:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise adoption.refuse(session_id, "lease_lost", f"the lease was not taken: {reason}", node=found["node"])
-        adoption.settle_in(found["folder"], staging, target)
-        self.store.logs.forget(session_id)
-        record = SessionRecord.from_dict(read_meta(self.home.meta_file(session_id)))
-        adoption.repoint(record, self._workspace_named(found["workspace"]), found["path"], token, self.fleet.node,
-                         found["node"])
-        self.store.save(record, touch=False)
-        self.catalog.set_orphaned(session_id, False)
-        repair.repair_adopted(self.store, record, self.services.processes)
-        log.warning("adopted session %s from node %s (lease token %s)", session_id, found["node"], token)
-        self._catalog_changed("upserted", record)
-        self.fleet.mark(session_id)
-        return {"session": self._resource(record, precise=True),
-                "adoption": {"from_node": found["node"], "lease_token": token}}
-
-    def _workspace_named(self, name):
-        return self.catalog.workspace_by(name=name)
-
-    def _fence(self, taken):
-        """Sessions another node adopted from this one ({id: (node, token)}): never run here again."""
-        for session_id, (node, token) in taken.items():
-            flags = self.catalog.session_flags(session_id)
-            if flags is None or flags["orphaned"]:
-                continue
-            self.catalog.set_orphaned(session_id)  # first: no request reaches it here from now on
-            with self._live_lock:
-                session = self.live.pop(session_id, None)
-            log.warning("session %s was adopted by node %s (lease token %s): this node no longer runs it",
-                        session_id, node, token)
-            if session is not None and session.runtime is not None:
-                self._drop_runtime(session)
-
-    def _drop_runtime(self, session):
-        """The agent a fenced session still ran here, ended (its folder may be gone: nothing is written)."""
-        try:
-            session.runtime.process.kill_tree(1.0, 1.0)
-        except Exception:  # noqa: BLE001 (the fence holds whatever the agent does)
-            log.exception("could not end the agent of fenced session %s", session.id)
-
-    def _fleet_workspaces(self):
-        shared = set(self.fleet.settings.shared_storage)
-        return [(w["name"], w["id"], w["path"], w["name"] in shared) for w in self.workspaces.list()]
-
     # -- helpers --------------------------------------------------------------------------------
 
     def _require_admission(self):
@@ -589,10 +393,6 @@ class SessionManager(AgentViews, SettingsViews, SessionReads, ArchiveViews, Tool
 
     def _catalog_changed(self, change, record):
         catalog_changed(self.services.catalog_feed, change, record)
-
-
-def fleet_unavailable(exc):
-    return CompozyError("fleet_catalog_unavailable", f"the fleet catalog (PostgreSQL) cannot be reached: {exc}")
 
 
 # Each façade method the table names takes its operation's parsed request (compozy/parsing.py).

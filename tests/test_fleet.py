@@ -22,8 +22,7 @@ from tests.harness.cli import run_cli
 from tests.harness.daemon import DaemonProcess
 from tests.harness.postgres import PostgresServer, unavailable
 from tests.harness.sse import Viewer
-from tests.harness.web import STICKING_OUT, VIEWPORTS, WAIT_MS
-from tests.test_web import chromium, needs_browser  # noqa: F401 (the module's browser fixture)
+from tests.harness.web import STICKING_OUT, VIEWPORTS, WAIT_MS, needs_browser
 
 SECRET = "a-fleet-secret-of-some-length-0123456789"
 NODE_HEADER, SECRET_HEADER = "X-Compozy-Fleet-Node", "X-Compozy-Fleet-Secret"
@@ -468,7 +467,7 @@ def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres
 
 @needs_browser
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
-def test_the_pages_list_shows_the_fleet_with_a_node_column(fleet, chromium, viewport):  # noqa: F811 (fixture)
+def test_the_pages_list_shows_the_fleet_with_a_node_column(fleet, chromium, viewport):
     from playwright.sync_api import expect
     alpha, beta, root = fleet
     session = create(beta, root / "beta-proj", name=f"seen from alpha ({viewport})")

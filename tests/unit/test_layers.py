@@ -16,7 +16,8 @@ Layer 0: errors imports nothing from compozy; ids, states and clock may import e
 Machine type its tables are), jsonrpc (the one JSON-RPC framing) imports text,
 threads (the daemon's threads) imports clock.
 The fleet's modules sit in the layers of what they touch: fleet.settings 0, fleet.catalog 2 (peewee, PostgreSQL),
-fleet.mirror and fleet.adoption 4, fleet.relay 6 (flask; http.app imports it, it imports http.guards and http.sse).
+fleet.mirror and fleet.adoption 4, fleet.views 5 (the façade's fleet half, a SessionManager mixin: manager imports it),
+fleet.relay 6 (flask; http.app imports it, it imports http.guards and http.sse).
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
 siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api (the operation table), errors, ids, text, jsonrpc and other cli modules at module level, and paths,
@@ -50,7 +51,7 @@ LAYER_OF = {
     "compozy.http": 6, "compozy.daemon": 6, "compozy.cli": 6, "compozy.mcp": 6, "compozy.__main__": 6,
     # the fleet (docs/fleet.md): each module in the layer of what it touches
     "compozy.fleet": 0, "compozy.fleet.settings": 0, "compozy.fleet.catalog": 2, "compozy.fleet.mirror": 4, "compozy.fleet.adoption": 4,
-    "compozy.fleet.relay": 6,
+    "compozy.fleet.views": 5, "compozy.fleet.relay": 6,
 }
 LAYER0_IMPORTERS = ("compozy.ids", "compozy.states", "compozy.clock")
 LAYER0_IMPORTED = {"compozy.errors": LAYER0_IMPORTERS, "compozy.machine": ("compozy.states",),
@@ -62,7 +63,7 @@ SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compoz
                  "compozy.session.derive")
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.steps", "compozy.agents.settings", "compozy.agents.tools")
-FLEET_SURFACE = {("compozy.http.app", "compozy.fleet.relay"), ("compozy.fleet.relay", "compozy.http.guards"),
+FLEET_SURFACE = {("compozy.manager", "compozy.fleet.views"), ("compozy.http.app", "compozy.fleet.relay"), ("compozy.fleet.relay", "compozy.http.guards"),
                  ("compozy.fleet.relay", "compozy.http.sse")}
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.text", "compozy.jsonrpc")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
@@ -198,7 +199,7 @@ def violations(module, path):
         elif in_package(module, "compozy.http") and in_package(target, "compozy.mcp"):
             pass  # the app serves the native tool server
         elif (module, target) in FLEET_SURFACE:
-            pass  # the app relays to the fleet's nodes, and the relay reads a body as the app does
+            pass  # the façade's fleet half; the app relays to the fleet's nodes, the relay reads a body as the app does
         elif module == "compozy.__main__" and target == "compozy.cli.main":
             pass  # `python -m compozy` is the CLI
         elif theirs == own:

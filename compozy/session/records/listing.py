@@ -3,6 +3,8 @@
 Layer 4.
 """
 
+DEFAULT_LIST_LIMIT = 100  # a page of the list (this node's or the fleet's) when the query names no limit
+
 
 def list_filters(query, workspaces):
     """The catalog filters of a list query (workspace by name or ID, parent, root, state, agent, archive);
