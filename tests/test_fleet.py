@@ -1,5 +1,6 @@
 """A fleet (docs/fleet.md): real daemons on loopback, each with its own home, sharing one real PostgreSQL
-server (tests/harness/postgres.py). Skipped, with the reason, where no PostgreSQL can be started.
+server (tests/harness/postgres.py, the `postgres` fixture). Skipped, with the reason, where no PostgreSQL can be
+started.
 
 One list across nodes (HTTP, CLI and the page), the nodes and their load, an operation on another node's
 session relayed to it (its answer byte for byte, a stream as it is written, a prompt, a rewind, a stop),
@@ -11,6 +12,7 @@ fenced when it comes back after an adoption, and an outage of PostgreSQL caught 
 import json
 import os
 import signal
+import sqlite3
 import urllib.error
 import urllib.request
 
@@ -20,25 +22,12 @@ from compozy.config import ConfigError, load
 from tests.harness.api import spath, wait_for
 from tests.harness.cli import run_cli
 from tests.harness.daemon import DaemonProcess
-from tests.harness.postgres import PostgresServer, unavailable
 from tests.harness.sse import Viewer
 from tests.harness.web import STICKING_OUT, VIEWPORTS, WAIT_MS, needs_browser
 
 SECRET = "a-fleet-secret-of-some-length-0123456789"
 NODE_HEADER, SECRET_HEADER = "X-Compozy-Fleet-Node", "X-Compozy-Fleet-Secret"
 LAPSE = 5  # [fleet] unreachable_after in these tests (15 by default)
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    reason = unavailable()
-    if reason:
-        pytest.skip(f"no PostgreSQL for the fleet tests: {reason}")
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def secret_file(folder, text=SECRET, mode=0o600):
@@ -460,6 +449,82 @@ def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres
         alpha.restart()
         wait_for(lambda: f"session {session['id']} is held here but the fleet catalog names node gamma"
                  in alpha.output(), what="alpha's complaint")
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
+def test_an_adopted_session_keeps_its_queued_input_and_its_held_request_is_orphaned(postgres, tmp_path):
+    """gamma holds a permission for a person mid-turn and has a prompt queued behind it (acknowledged: 202) when it
+    is killed with SIGKILL. alpha adopts the session: the queued input is there, runs on alpha after the next
+    prompt's turn, exactly once (a retry of it answers the same entry); the held request is orphaned, as a boot
+    orphans its own after a crash."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret, '[permissions]\nmode = "approve-reads"\n',
+                       shared_storage=["work"])
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+        session = create(gamma, workspace, name="busy when killed")
+        status, admitted = document(gamma, "POST", spath(session, "prompt"), {"message": "[permission edit] go"})
+        assert status == 200, admitted
+        held = wait_for(lambda: [e for e in document(gamma, "GET", spath(session, "events"))[1]["events"]
+                                 if e["type"] == "permission"], what="the held permission")[0]
+        queued_prompt = {"message": "run me later", "mode": "queue", "message_id": "mq", "idempotency_key": "kq"}
+        status, queued = document(gamma, "POST", spath(session, "prompt"), queued_prompt)
+        assert status == 202 and queued["prompt"]["disposition"] == "queued", queued
+        entry = queued["prompt"]["entry_id"]
+        wait_for(lambda: (r := fleet_row(alpha, session["id"])) and r["state"] == "active",
+                 what="the session in the fleet list")
+        gamma.kill()
+        wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                 timeout=LAPSE + 10, what="gamma unreachable")
+
+        # Its node's catalog unreadable: refused, nothing moved (the queue is never dropped silently).
+        os.rename(tmp_path / "gamma" / "compozy.db", tmp_path / "gamma" / "compozy.db.away")
+        try:
+            status, refused = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        finally:
+            os.rename(tmp_path / "gamma" / "compozy.db.away", tmp_path / "gamma" / "compozy.db")
+        assert (status, refused["details"]["reason"]) == (409, "catalog_unreachable"), refused
+        assert (tmp_path / "gamma" / "sessions" / session["id"] / "meta.json").exists()
+        assert not (alpha.home / "sessions" / session["id"]).exists()
+
+        status, adopted = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        assert status == 200, adopted
+        moved = adopted["session"]  # in alpha's workspace of the same name
+        items = document(alpha, "GET", f"/api/attention?session_id={session['id']}")[1]["items"]
+        assert [i["kind"] for i in items] == ["agent_failure"], items  # as a boot opens it for a session found crashed
+        assert adopted["session"]["state"] == "stopped" and adopted["session"]["stop_reason"] == "agent_crashed"
+        status, inputs = document(alpha, "GET", spath(moved, "prompt", "queue"))
+        assert status == 200, inputs
+        assert [(e["id"], e["status"], e["message"]) for e in inputs["entries"]] == [(entry, "queued", "run me later")]
+        status, inspected = document(alpha, "GET", spath(moved, "inspect"))
+        assert status == 200, inspected
+        assert [i["request_id"] for i in inspected["pending_interactions"]] == []  # none left pending
+        status, refused = document(alpha, "POST", spath(moved, "approve"),
+                                   {"request_id": held["content"]["request_id"], "decision": "allow-once"})
+        assert (status, refused["code"]) == (404, "permission_request_not_found"), refused
+        with sqlite3.connect(alpha.home / "compozy.db") as catalog:  # carried, then orphaned as a boot orphans it
+            rows = catalog.execute("SELECT id, status FROM pending_interactions WHERE session_id = ?",
+                                   (session["id"],)).fetchall()
+        assert rows == [(held["content"]["request_id"], "orphaned")]
+        # The retry of the acknowledged prompt answers the same entry, on the adopter, and queues nothing new.
+        status, again = document(alpha, "POST", spath(moved, "prompt"), queued_prompt)
+        assert status == 202 and again["prompt"]["entry_id"] == entry and again["prompt"]["replayed"], again
+        # A prompt restarts the session on alpha; the queued input runs after its turn, once.
+        status, started = document(alpha, "POST", spath(moved, "prompt"), {"message": "back on alpha"})
+        assert status == 200 and started["prompt"]["disposition"] == "started", started
+        ran = wait_for(lambda: [e for e in document(alpha, "GET", spath(moved, "events"))[1]["events"]
+                                if e["turn_id"] == queued["prompt"]["turn_id"] and e["type"] == "done"],
+                       what="the queued input's turn on alpha")
+        assert ran
+        said = [e["content"]["text"] for e in document(alpha, "GET", spath(moved, "events"))[1]["events"]
+                if e["type"] == "user_message"]
+        assert said == ["[permission edit] go", "back on alpha", "run me later"]
+        assert document(alpha, "GET", spath(moved, "prompt", "queue"))[1]["entries"] == []
     finally:
         alpha.stop()
         gamma.stop()

@@ -1,5 +1,7 @@
-"""Adopting a session whose node went away: its folder copied from shared storage, the lease taken with a new
-fencing token, the folder moved into this node's home and pointed at this node's workspace of the same name.
+"""Adopting a session whose node went away: its folder copied from shared storage with its control rows (its
+admissions, queued inputs and permission requests, read from that node's catalog beside the folder), the lease
+taken with a new fencing token, the folder moved into this node's home and pointed at this node's workspace of
+the same name.
 
 Layer 4. The façade (manager.adopt_session) runs the steps in order and the boot repair after them; the lease
 is PostgreSQL's (compozy.fleet.catalog.take_lease), taken only after the copy is whole, so a failed copy
@@ -10,8 +12,12 @@ import logging
 import os
 import shutil
 
+from pathlib import Path
+
 from compozy.errors import CompozyError
 from compozy.fleet.catalog import FleetDown
+from compozy.paths import Home
+from compozy.store.handover import Unreadable, read_session_rows
 
 log = logging.getLogger("compozy.fleet")
 
@@ -49,11 +55,43 @@ def check(catalog, session_id, this_node, local_workspace):
     return found
 
 
+def gather(session_id, found, staging):
+    """The session's folder copied to staging and its control rows read from its node's catalog, or refused with
+    nothing moved."""
+    try:
+        copy_in(found["folder"], staging)
+        return control_rows(session_id, found)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise refuse(session_id, "folder_unreachable", f"the session's folder {found['folder']} could not be copied: "
+                     f"{exc}", node=found["node"]) from None
+    except CompozyError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def copy_in(source, staging):
     """The session's folder copied beside this home's sessions (not yet among them)."""
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(os.path.dirname(staging), mode=0o700, exist_ok=True)
     shutil.copytree(source, staging, symlinks=True)
+
+
+def control_rows(session_id, found):
+    """The session's rows in its node's catalog (compozy.store.handover): that node's home is the folder's home
+    (docs/fleet.md: a shared workspace's node keeps its home on the shared storage); refused when it cannot be
+    read, so nothing acknowledged there is dropped."""
+    folder = Path(found["folder"])
+    home = Home(folder.parent.parent)
+    if home.session_dir(session_id) != folder:
+        raise refuse(session_id, "catalog_unreachable", f"the session's folder {folder} is not in a compozy home's "
+                     f"sessions folder, so its node's catalog cannot be found", node=found["node"])
+    try:
+        return read_session_rows(home.catalog_file, session_id)
+    except Unreadable as exc:
+        raise refuse(session_id, "catalog_unreachable", f"the catalog of node {found['node']!r} (its queued inputs "
+                     f"and requests) cannot be read from this node: {exc}", node=found["node"],
+                     catalog=str(home.catalog_file)) from None
 
 
 def settle_in(source, staging, target):

@@ -24,6 +24,7 @@ from compozy.session.lifecycle import repair
 from compozy.session.lifecycle.inbox import DISMISS
 from compozy.session.records.listing import DEFAULT_LIST_LIMIT
 from compozy.session.records.record import SessionRecord
+from compozy.store import handover
 from compozy.store.meta import read_meta
 
 log = logging.getLogger("compozy.manager")
@@ -160,11 +161,7 @@ class FleetViews:
             raise adoption.refuse(session_id, "already_here", f"session {session_id} is this node's already")
         found = adoption.check(catalog, session_id, self.fleet.node, self._workspace_named)
         staging, target = self.home.root / "adopting" / session_id, self.home.session_dir(session_id)
-        try:
-            adoption.copy_in(found["folder"], staging)
-        except OSError as exc:
-            raise adoption.refuse(session_id, "folder_unreachable", f"the session's folder {found['folder']} could not "
-                                  f"be copied: {exc}", node=found["node"]) from None
+        rows = adoption.gather(session_id, found, staging)  # the folder and its control rows, or nothing moved
         try:
             token = catalog.take_lease(session_id, found["node"], self.fleet.node)
         except FleetDown as exc:
@@ -181,8 +178,10 @@ class FleetViews:
         adoption.repoint(record, self._workspace_named(found["workspace"]), found["path"], token, self.fleet.node,
                          found["node"])
         self.store.save(record, touch=False)
+        handover.write_session_rows(self.catalog, session_id, rows)
         self.catalog.set_orphaned(session_id, False)
-        repair.repair_adopted(self.store, record, self.services.processes)
+        repair.repair_adopted(self.store, record, self.services.processes)  # as a boot repairs its own sessions
+        self.services.inbox.adopted(record)
         log.warning("adopted session %s from node %s (lease token %s)", session_id, found["node"], token)
         self._catalog_changed("upserted", record)
         self.fleet.mark(session_id)

@@ -389,7 +389,9 @@ class Catalog:
                        .where((I.id == interaction_id) & (I.status == InteractionState.PENDING)).execute())
         return bool(changed)
 
-    def orphan_pending_interactions(self, status: str) -> int:
+    def orphan_pending_interactions(self, status: str, session_id: str | None = None) -> int:
         I = self.Interaction
+        where = I.status == InteractionState.PENDING
+        where = where & (I.session_id == session_id) if session_id is not None else where
         with self.guard.write():
-            return I.update(status=status, resolved_at=now_iso()).where(I.status == InteractionState.PENDING).execute()
+            return I.update(status=status, resolved_at=now_iso()).where(where).execute()

@@ -1,5 +1,6 @@
-"""Fixtures shared by the test suite and the benchmarks: a temporary home, a workspace, a real daemon, and headless
-Chromium for the browser tests (tests/harness/web.py)."""
+"""Fixtures shared by the test suite and the benchmarks: a temporary home, a workspace, a real daemon, headless
+Chromium for the browser tests (tests/harness/web.py), and a real PostgreSQL server for the fleet's tests and
+scenarios (tests/harness/postgres.py)."""
 
 import logging
 
@@ -7,6 +8,7 @@ import pytest
 
 from tests.harness import browser, transitions
 from tests.harness.daemon import DaemonProcess
+from tests.harness.postgres import PostgresServer, unavailable
 
 
 @pytest.fixture(autouse=True)
@@ -81,3 +83,17 @@ def chromium():
         instance = browser.launch(playwright)
         yield instance
         instance.close()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for this test process (each test takes a fresh database of it); skipped, with the
+    reason, where none can be started."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"no PostgreSQL for the fleet: {reason}")
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.close()

@@ -179,6 +179,11 @@ class Inbox:
         for document in documents.values():
             self._restore(document)
 
+    def adopted(self, record):
+        """A session this node adopted from another (docs/fleet.md): its flags and failure open their items, as a
+        boot opens them for the sessions it finds."""
+        self._restore(record.to_dict())
+
     def _restore(self, document):
         record = SessionRecord.from_dict(document)
         if record.attention:

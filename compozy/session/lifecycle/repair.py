@@ -89,8 +89,11 @@ def settle_stale(store, record, processes):
 
 def repair_adopted(store, record, processes=proc.LINUX):
     """The boot repair of one session whose node went away, for the node that adopted it (docs/fleet.md): its
-    stale live state settled as a boot settles it, then its interrupted transcript repaired."""
+    stale live state settled as a boot settles it, its carried control rows settled as a boot settles its own
+    (queued inputs stay queued, pending permission requests are orphaned), then its interrupted transcript
+    repaired."""
     settle_stale(store, record, processes)
+    settle_control_rows(store, record.id)
     if record.state == SessionState.STOPPED and record.stop_reason in REPAIRABLE_REASONS:
         if repair(store, record)["applied"]:
             log.warning("repaired the interrupted transcript of adopted session %s by appending", record.id)
@@ -107,20 +110,24 @@ def leave_stopping(store, record, unproven):
     log.error("session %s was %s at an unclean exit: left stopping (%s)", record.id, stale, unproven)
 
 
-def settle_control_rows(store: SessionStore) -> None:
+def settle_control_rows(store: SessionStore, only: str | None = None) -> None:
     """Admissions mid-bind started when their user_message is in the log, else never did; entries
-    mid-dispatch are sent or queued again."""
+    mid-dispatch are sent or queued again; pending permission requests orphaned. only: one session's rows
+    (an adopted session's), else every session's (a boot)."""
     catalog = store.catalog
     for admission in catalog.admissions_in_state(AdmissionState.BINDING):
-        settle_binding_admission(store, admission)
+        if only is None or admission.session_id == only:
+            settle_binding_admission(store, admission)
     for session_id in catalog.sessions_with_entries((QueueStatus.DISPATCHING,)):
+        if only is not None and session_id != only:
+            continue
         record = store.get(session_id)
         for entry in catalog.entries(session_id, (QueueStatus.DISPATCHING,)):
             sent = record and any(e["type"] == "user_message" for e in
                                   store.events(record).read(turn_id=entry.turn_id, limit=1))
             move_entry(catalog, entry.id, QueueStatus.DISPATCHING, QueueStatus.SENT if sent else QueueStatus.QUEUED,
                        repair=True)
-    orphan_interactions(catalog)
+    orphan_interactions(catalog, only)
 
 
 def settle_binding_admission(store: SessionStore, admission: Admission) -> None:

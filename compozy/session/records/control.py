@@ -39,7 +39,8 @@ def settle_interaction(catalog: Catalog, interaction_id: str, new: InteractionSt
     return catalog.resolve_interaction(interaction_id, new.value, decision)
 
 
-def orphan_interactions(catalog: Catalog) -> int:
-    """Boot repair: a request still pending after an unclean exit has no agent waiting on it any more."""
+def orphan_interactions(catalog: Catalog, session_id: str | None = None) -> int:
+    """Boot repair (of every session, or of one an adoption carried in): a request still pending after an
+    unclean exit has no agent waiting on it any more."""
     new = INTERACTION.check(InteractionState.PENDING, InteractionState.ORPHANED, repair=True)
-    return catalog.orphan_pending_interactions(new.value)
+    return catalog.orphan_pending_interactions(new.value, session_id)

@@ -1,0 +1,54 @@
+"""A session's control rows carried from another node's catalog to this one's: what an adoption takes with the
+session's folder (docs/fleet.md).
+
+Layer 2. The rows a session has in its node's compozy.db beside its folder: its prompt admissions (a retry with
+the same idempotency key answers what it answered there), its input queue (an acknowledged queued input runs on
+the adopter) and its permission requests (those still pending are orphaned by the adopter's repair, as a boot
+orphans its own). The other node's file is opened read-only and never written.
+"""
+
+import sqlite3
+from urllib.parse import quote
+
+CARRIED_TABLES = ("admissions", "input_queue", "pending_interactions")
+BUSY_MS = 5000
+
+
+class Unreadable(Exception):
+    """The other node's catalog could not be read (the message says why)."""
+
+
+def read_session_rows(catalog_file, session_id):
+    """{table: [row as a dict of its columns]} of one session in another node's catalog, read-only (its
+    write-ahead log included: a row committed there and not yet checkpointed is read)."""
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(catalog_file))}?mode=ro", uri=True, timeout=BUSY_MS / 1000)
+    except sqlite3.Error as exc:
+        raise Unreadable(f"{catalog_file}: {exc}") from None
+    try:
+        return {table: _rows(connection.execute(f"SELECT * FROM {table} WHERE session_id = ? ORDER BY rowid",
+                                                (session_id,))) for table in CARRIED_TABLES}
+    except sqlite3.Error as exc:
+        raise Unreadable(f"{catalog_file}: {exc}") from None
+    finally:
+        connection.close()
+
+
+def _rows(cursor):
+    columns = [column[0] for column in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def write_session_rows(catalog, session_id, rows):
+    """The carried rows become this catalog's rows of the session, in one transaction: any this catalog still held
+    for it (a session adopted back from a node it was adopted by) are replaced. Columns this catalog does not have
+    are left out; those it has and the other did not take their defaults."""
+    with catalog.guard.write() as db:
+        for table in CARRIED_TABLES:
+            columns = {row[1] for row in db.execute_sql(f"PRAGMA table_info({table})").fetchall()}
+            db.execute_sql(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            for row in rows.get(table, ()):
+                kept = {k: v for k, v in row.items() if k in columns}
+                db.execute_sql(f"INSERT INTO {table} ({', '.join(kept)}) VALUES ({', '.join('?' * len(kept))})",
+                               list(kept.values()))
+    return {table: len(rows.get(table, ())) for table in CARRIED_TABLES}
