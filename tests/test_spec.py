@@ -19,5 +19,7 @@ def _cases():
 
 
 @pytest.mark.parametrize("scenario,surface", list(_cases()))
-def test_scenario(scenario, surface, tmp_path):
-    Run(scenario, surface, tmp_path).execute()
+def test_scenario(scenario, surface, tmp_path, request):
+    # A scenario with `fleet:` joins a real PostgreSQL fleet (tests/harness/fleet.py); skipped where none can start.
+    postgres = request.getfixturevalue("postgres") if scenario.data.get("fleet") else None
+    Run(scenario, surface, tmp_path, postgres).execute()

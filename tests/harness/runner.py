@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 from tests.harness.daemon import DaemonProcess
+from tests.harness.fleet import ScenarioFleet
 from tests.harness.ops import OPS
 from tests.harness.scenario import ScenarioError, duration, interpolate, lookup, mismatch, nest, to_toml
 from tests.harness.surfaces import CliSurface, HttpSurface, InProcess
@@ -21,15 +22,16 @@ SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTO
 
 
 class Run:
-    def __init__(self, scenario, surface_name, tmp_path):
-        self.scenario, self.surface_name = scenario, surface_name
+    def __init__(self, scenario, surface_name, tmp_path, postgres=None):
+        """postgres: the PostgreSQL server a scenario with `fleet:` joins (tests/harness/fleet.py)."""
+        self.scenario, self.surface_name, self.postgres = scenario, surface_name, postgres
         self.tmp = Path(tmp_path)
         self.home = self.tmp / "home"
         self.variables = {"tmp": {"workspace": str(self._dir("workspace")), "other": str(self._dir("other")),
                                   "root": str(self.tmp)},
                           "python": sys.executable, "home": str(self.home), "surface": surface_name}
         self.marker = f"compozy-test-{uuid.uuid4().hex}"
-        self.surface = None
+        self.surface = self.fleet = None
 
     def _dir(self, name):
         path = self.tmp / name
@@ -40,10 +42,17 @@ class Run:
 
     def execute(self):
         self.home.mkdir(parents=True, exist_ok=True)
-        config = interpolate(self.scenario.data.get("config") or {}, self.variables)
-        (self.home / "config.toml").write_text(to_toml(nest(config)))
+        config = nest(interpolate(self.scenario.data.get("config") or {}, self.variables))
+        if self.scenario.data.get("fleet") is not None:
+            if self.postgres is None:
+                raise ScenarioError(f"{self.scenario.path}: a fleet scenario needs the postgres fixture")
+            self.fleet = ScenarioFleet(self.scenario.data["fleet"], self.postgres, self.tmp)
+            config["fleet"] = self.fleet.table()
+        (self.home / "config.toml").write_text(to_toml(config))
         os.environ["COMPOZY_TEST_MARK"] = self.marker  # inherited by daemons and agents: leak detection
         try:
+            if self.fleet is not None:
+                self.variables["peers"] = self.fleet.start_peers(to_toml)
             self.surface = self._make_surface()
             try:
                 self._steps(self.scenario.steps)
@@ -53,6 +62,8 @@ class Run:
         finally:
             if self.surface:
                 self.surface.close()
+            if self.fleet is not None:
+                self.fleet.close()
             leaked = kill_marked(self.marker)
             os.environ.pop("COMPOZY_TEST_MARK", None)
         if leaked:

@@ -9,7 +9,7 @@ import yaml
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "spec"
 TOP_KEYS = {"id", "description", "covers", "tags", "surfaces", "skip", "config", "provider_env",
-            "steps", "events", "finally"}
+            "steps", "events", "finally", "fleet"}
 STEP_KINDS = ("do", "await", "gate", "signal", "restart", "sleep")
 STEP_KEYS = {"do": {"do", "with", "expect", "save", "note", "surfaces"},
              "await": {"await", "note"}, "gate": {"gate", "note"}, "signal": {"signal", "note"},

@@ -25,7 +25,8 @@ class ServedManager:
         port = tcp.getsockname()[1]
         self.http_url = f"http://127.0.0.1:{port}"
         self.manager = SessionManager(self.home, load_config(self.home.config_file),
-                                      endpoints=ToolEndpoints(self.http_url, str(self.home.socket_file))).start()
+                                      endpoints=ToolEndpoints(self.http_url, str(self.home.socket_file)),
+                                      address=self.http_url).start()  # a fleet's other nodes reach it there
         auth = Auth(ensure_auth_token(self.home), port, self.http_url)
         self.servers = serve(create_app(self.manager, port, auth=auth), [tcp, unix], DESCRIPTORS)
         threading.Thread(target=self.servers[0].run, name="served-app", daemon=True).start()
