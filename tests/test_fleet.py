@@ -366,6 +366,8 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
         after = document(alpha, "GET", spath(adopted["session"], "events"))[1]["events"]
         assert [(e["sequence"], e["type"]) for e in after[:len(before)]] == [(e["sequence"], e["type"]) for e in before]
         assert not (tmp_path / "gamma" / "sessions" / doomed["id"]).exists()
+        turns = document(alpha, "GET", spath(adopted["session"], "usage"))[1]["usage"]["turns"]
+        assert [t["turn_id"] for t in turns] == [admitted["prompt"]["turn_id"]]  # its usage ledger rows, from its events
         status, refused = document(alpha, "POST", f"/api/sessions/{doomed['id']}/adopt")
         assert (status, refused["details"]["reason"]) == (409, "already_here")
         wait_for(lambda: fleet_row(alpha, doomed["id"])["node"] == {"name": "alpha", "status": "up"},

@@ -21,6 +21,7 @@ from compozy.fleet.catalog import FleetCatalog, FleetDown
 from compozy.fleet.mirror import FleetMirror
 from compozy.ids import validate_id
 from compozy.session.lifecycle import repair
+from compozy.session.lifecycle.boot import Reconciler
 from compozy.session.lifecycle.inbox import DISMISS
 from compozy.session.records.listing import DEFAULT_LIST_LIMIT
 from compozy.session.records.record import SessionRecord
@@ -181,6 +182,7 @@ class FleetViews:
         handover.write_session_rows(self.catalog, session_id, rows)
         self.catalog.set_orphaned(session_id, False)
         repair.repair_adopted(self.store, record, self.services.processes)  # as a boot repairs its own sessions
+        Reconciler(self.store).rebuild_ledger([session_id])  # its usage, from its events, as for a folder a boot finds
         self.services.inbox.adopted(record)
         log.warning("adopted session %s from node %s (lease token %s)", session_id, found["node"], token)
         self._catalog_changed("upserted", record)
