@@ -4,7 +4,7 @@ field (text, numbers, yes/no, defaults), /decline; text typed meanwhile is never
 
 import json
 
-from tests.harness.cli import cli_json
+from tests.harness.cli import cli_json, run_cli
 from tests.test_cli_attach import attach, create, detach, events_of
 
 
@@ -70,3 +70,19 @@ def test_attach_answers_a_choice_by_number_and_a_free_form_field_by_field(daemon
         None, {"answer": "Ada Lovelace"}, {"name": "Ada", "count": 3, "ship": False, "ratio": 0.5}, None]
     assert cli_json(home, "inbox", "--kind", "question")["items"] == []
     assert json.dumps(answers[2]["content"], sort_keys=True) in agent_text(home, sid)
+
+
+def test_a_question_answered_elsewhere_ends_the_form_in_attach(daemon, workspace):
+    home = daemon.home
+    sid = create(home, workspace)
+    child = attach(home, sid)
+    child.sendline("[ask - What name?] first")
+    child.expect(r"Answer \(text\): ")
+    [item] = cli_json(home, "inbox", "--kind", "question")["items"]
+    answered = run_cli(home, "inbox", "answer", item["id"], "accept", "--content", '{"answer": "Grace"}')
+    assert answered.returncode == 0, answered.stderr
+    child.expect(r'\[permission perm_\w+: Answer \{"answer": "Grace"\} \(selected, user\)\]')
+    child.expect("answered: Grace echo: first")
+    child.sendline("afterwards")  # no form pending: a prompt again
+    child.expect("echo: afterwards")
+    assert detach(child) == 0

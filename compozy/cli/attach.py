@@ -184,8 +184,15 @@ class Attached:
             self.say(f"{one_line(text)!r} is none of the options; type {wanted}")
             self.say(question_prompt(content) if is_question(content) else permission_prompt(content))
             return True
-        self.call("session.approve", request_id=request_id, option_id=option["option_id"])
+        if self.call("session.approve", request_id=request_id, option_id=option["option_id"]) is not None:
+            self.settled(request_id)
         return True
+
+    def settled(self, request_id):
+        """Answered from here: typing goes to the next pending request at once (its event may come later)."""
+        with self.lock:
+            if self.pending.pop(request_id, None) is not None and self.pending:
+                self.remind()
 
     def fill(self, text):
         """While the oldest pending request is a question's free form, a line (empty included, not a /command)
@@ -202,6 +209,7 @@ class Attached:
             if self.call("session.approve", request_id=request_id, option_id="accept", content=form.values) is None:
                 form.restart()
             else:
+                self.settled(request_id)
                 return True
         if not form.done:
             click.echo(form.ask(), nl=False, err=True)
@@ -211,7 +219,8 @@ class Attached:
         pending = self.oldest()
         if pending is None or not is_question(pending[1]):
             return self.say("no question is pending")
-        self.call("session.approve", request_id=pending[0], option_id="decline")
+        if self.call("session.approve", request_id=pending[0], option_id="decline") is not None:
+            self.settled(pending[0])
 
     def prompt(self, message, mode):
         message_id = new_id("msg")

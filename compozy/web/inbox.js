@@ -98,7 +98,9 @@ function formFields(schema) {
   });
 }
 
+// An empty field is left out (the daemon then names a required one missing).
 function contentOf(fields) {
-  return Object.fromEntries(fields.map((input) => [input.name, input.type === "checkbox" ? input.checked
-    : input.type === "number" ? Number(input.value) : input.value]));
+  return Object.fromEntries(fields.filter((input) => input.type === "checkbox" || input.value !== "")
+    .map((input) => [input.name, input.type === "checkbox" ? input.checked
+      : input.type === "number" ? Number(input.value) : input.value]));
 }
