@@ -421,10 +421,11 @@ ATTENTION_OPERATIONS = (
               (Success(200, None),), ("invalid_request",), headers={"Last-Event-ID": v.SEQUENCE}, stream="always"),
     Operation("POST", "/api/attention/<item_id>/answer", "attention.answer", "answer_attention",
               "Resolve an open item with one of its actions: a permission request's option_id (session.approve), "
-              "stop (session.stop), or dismiss", (Success(200, "AttentionAnswer"),),
+              "stop (session.stop), or dismiss; content: the form's fields for an action that takes them (a "
+              "question's accept)", (Success(200, "AttentionAnswer"),),
               ("invalid_request", "attention_item_not_found", "attention_item_resolved", "attention_action_not_offered",
                "permission_request_not_found", "session_not_found", "workspace_not_found", "session_daemon_managed"),
-              body=v.ANSWER_FIELDS, cli=Cli("inbox answer", ("item_id", "option_id"))),
+              body=v.ANSWER_FIELDS, cli=Cli("inbox answer", ("item_id", "option_id"), _flags("content"))),
     Operation("PUT", S + "/attention", "session.attention.set", "watch_turns",
               "Opt the session in (or out): a turn that ends while nobody follows the session's events opens an "
               "attention item turn_finished, resolved once someone looks (a viewer, a prompt)",

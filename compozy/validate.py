@@ -351,7 +351,8 @@ USAGE_QUERY = {"group_by": text(choices=USAGE_GROUPS), "since": text(max_length=
                "limit": integer(minimum=1, maximum=10_000)}
 SESSION_USAGE_QUERY = {"lineage": boolean()}
 WATCH_TURNS_FIELDS = {"turn_finished": boolean(required=True)}
-ANSWER_FIELDS = {"option_id": text(required=True, max_length=1000, pattern=NOT_EMPTY, rule="must not be empty")}
+ANSWER_FIELDS = {"option_id": text(required=True, max_length=1000, pattern=NOT_EMPTY, rule="must not be empty"),
+                 "content": mapping()}
 PREVIEW_QUERY = {"message_id": token()}
 DIFF_QUERY = {"against": text(choices=("end", "current")), "stat": boolean()}
 CLEAR_SELECTION_QUERY = {"expected_revision": integer(required=True, minimum=0, maximum=SQLITE_MAX_INTEGER)}

@@ -69,6 +69,7 @@ _ARGUMENT_PATTERNS = {
     "switch-mode": r"([A-Za-z0-9_-]+)",
     "title": r"(.+)",
     "ask": r"(\S+)\s+(.+)",
+    "ask-form": r"(\S+)\s+(.+)",
 }
 _TOKEN = re.compile(r"\[([a-z][a-z-]*)(?:\s+([^\[\]]*?))?\s*\]")
 _REPLAY_BLOCK = re.compile(r"<compozy_context_replay>(.*?)</compozy_context_replay>", re.DOTALL)

@@ -107,25 +107,50 @@ class DirectiveSteps:
     def do_ask(self, choices: str, question: str) -> None:
         """[ask CHOICES QUESTION]: an ACP form elicitation, one field `answer`: one of CHOICES (a|b|c), or any
         text for `-`. Only to a client that advertised elicitation.form."""
-        if not self.agent.questions:
-            self.say("ask not offered ")
-            return
         field: dict = {"type": "string", "title": "Answer"}
         if choices != "-":
             field["enum"] = choices.split("|")
-        response = self.ask_client("elicitation/create", {
-            "mode": "form", "message": question,
-            "requestedSchema": {"type": "object", "properties": {"answer": field}, "required": ["answer"]}})
+        content = self.elicit(question, {"type": "object", "properties": {"answer": field}, "required": ["answer"]})
+        if content is not None:
+            self.say(f"answered: {content.get('answer')} ")
+
+    def do_ask_form(self, fields: str, question: str) -> None:
+        """[ask-form FIELDS QUESTION]: a form of several fields, NAME[?]:TYPE[=DEFAULT] joined by commas (TYPE
+        string, number, integer or boolean; a field with neither a default nor `?` is required); says the
+        content as JSON."""
+        properties: dict = {}
+        required = []
+        for spec in fields.split(","):
+            name, _, rest = spec.partition(":")
+            kind, has_default, default = rest.partition("=")
+            optional = name.endswith("?")
+            name = name.rstrip("?")
+            properties[name] = {"type": kind or "string", "title": name.capitalize()}
+            if has_default:
+                properties[name]["default"] = json.loads(default) if kind != "string" else default
+            elif not optional:
+                required.append(name)
+        content = self.elicit(question, {"type": "object", "properties": properties, "required": required})
+        if content is not None:
+            self.say(f"answered: {json.dumps(content, sort_keys=True)} ")
+
+    def elicit(self, question: str, schema: dict) -> dict | None:
+        """The content of an accepted elicitation/create; None (said) when not offered, refused or not accepted."""
+        if not self.agent.questions:
+            self.say("ask not offered ")
+            return None
+        response = self.ask_client("elicitation/create", {"mode": "form", "message": question,
+                                                          "requestedSchema": schema})
         if response is None:
             raise TurnCancelled()
         if response.error:
             self.say(f"ask refused: {error_message(response.error)} ")
-            return
+            return None
         result = response.result if isinstance(response.result, dict) else {}
         if result.get("action") == "accept":
-            self.say(f"answered: {(result.get('content') or {}).get('answer')} ")
-        else:
-            self.say(f"ask {result.get('action')} ")
+            return result.get("content") or {}
+        self.say(f"ask {result.get('action')} ")
+        return None
 
     def do_tool(self, name: str) -> None:
         call_id = self.start_tool_call(name, "other", "in_progress")

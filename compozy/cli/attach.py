@@ -3,9 +3,10 @@
 Layer 6 (surface). One thread follows the session's committed events (resuming by sequence after a
 dropped connection) and prints them; the main thread reads lines and sends them as prompts (the
 daemon applies the configured busy mode while a turn runs), runs slash commands (its own, and the
-agent's, which go to the agent as prompts), and answers pending permission requests by number or name
-(anything else typed then is asked again, never sent as a prompt). While a prompt it sent starts the
-agent, the elapsed seconds tick. Ctrl-D detaches: the session goes on. Only a live session can be
+agent's, which go to the agent as prompts), and answers pending permission requests and an agent's
+questions by number or name (anything else typed then is asked again, never sent as a prompt); a question
+that is a free form is filled in field by field (compozy.cli.questions) and sent as the answer's content.
+While a prompt it sent starts the agent, the elapsed seconds tick. Ctrl-D detaches: the session goes on. Only a live session can be
 attached (archived is session_archived, stopping or stopped session_not_attachable); when it stops
 while attached (a stop from anywhere, an archive with --stop), attach says why and ends. A daemon
 shutdown is not the session ending: the connection drops and attach resumes when the daemon is back.
@@ -21,6 +22,7 @@ import click
 from compozy.cli.completion import session_argument
 from compozy.cli.follow import Follower
 from compozy.cli.progress import BindingProgress
+from compozy.cli.questions import Form, is_question, question_prompt, takes_form
 from compozy.cli.render import (admission_line, conversation_line, matching_option, options_of, permission_prompt,
                                 print_event)
 from compozy.cli.session import session
@@ -35,10 +37,12 @@ HELP = """type a message to prompt the session (while a turn runs, the configure
   /interrupt TEXT  cancel the current turn and run TEXT instead
   /cancel          cancel the current turn
   /stop            stop the session (its agent process exits; a prompt starts it again)
+  /decline         decline the agent's pending question
   /help            this help
   Ctrl-D           detach (the session goes on)
-a pending permission request is answered by typing an option's number or name; until it is,
-  other text is asked again (use /queue, /steer or /interrupt to prompt)"""
+a pending permission request or question is answered by typing an option's number or name; until it is,
+  other text is asked again (use /queue, /steer or /interrupt to prompt); a question's free form asks
+  for each of its fields in turn (an empty line takes a field's default)"""
 TURN_ENDS = ("done", "error")
 
 
@@ -47,7 +51,7 @@ class Attached:
         self.obj, self.session_id, self.workspace = obj, resource["id"], resource["workspace_id"]
         self.follower = Follower(obj, resource)
         self.lock = threading.Lock()
-        self.pending = {}  # request_id -> (turn_id, the permission event's content), oldest first
+        self.pending = {}  # request_id -> (turn_id, the permission event's content, a free form's Form), oldest first
         self.sent = set()  # message IDs typed here: the terminal shows them already
         self.ended = None  # (exit status, why) once attach must end
         self.wakeup_read, self.wakeup_write = os.pipe()  # wakes the typing thread when it has ended
@@ -56,15 +60,35 @@ class Attached:
 
     def show(self, record):
         content = record["content"]
-        if record["type"] == "permission":
+        if record["type"] == "permission" and not content.get("decision"):
             with self.lock:
-                if content.get("decision"):
-                    self.pending.pop(content["request_id"], None)
+                form = Form((content.get("question") or {}).get("schema")) if takes_form(content) else None
+                self.pending[content["request_id"]] = (record.get("turn_id"), content, form)
+                if len(self.pending) == 1:
+                    self.remind()
                 else:
-                    self.pending[content["request_id"]] = (record.get("turn_id"), content)
-                    click.echo(permission_prompt(content), err=True)
-                    return
+                    click.echo(question_prompt(content) if is_question(content) else permission_prompt(content),
+                               err=True)
+            return
+        with self.lock:
+            answered = record["type"] == "permission" and self.pending.pop(content["request_id"], None) is not None
         self.forget_pending(record)
+        self.echo_conversation(record)
+        if answered:
+            with self.lock:
+                if self.pending:
+                    self.remind()  # the next one still waits for an answer
+
+    def remind(self):
+        """Show the oldest pending request (the one typing answers): its options, or its form's current field.
+        Called with the lock held."""
+        _, content, form = next(iter(self.pending.values()))
+        click.echo(question_prompt(content) if is_question(content) else permission_prompt(content), err=True)
+        if form is not None and not form.done:
+            click.echo(form.ask(), nl=False, err=True)
+
+    def echo_conversation(self, record):
+        content = record["content"]
         if record["type"] == "user_message" and content.get("message_id") in self.sent:
             return
         line = conversation_line(record)
@@ -93,7 +117,7 @@ class Attached:
         """A request cannot outlive its turn or its session (after a daemon restart it is never answered)."""
         if record["type"] in TURN_ENDS or record["type"] == "session_stopped":
             with self.lock:
-                for request_id, (turn_id, _) in list(self.pending.items()):
+                for request_id, (turn_id, _, _) in list(self.pending.items()):
                     if record["type"] == "session_stopped" or turn_id == record.get("turn_id"):
                         del self.pending[request_id]
 
@@ -110,14 +134,14 @@ class Attached:
 
     def handle(self, line):
         text = line.strip()
-        if not text:
+        if self.fill(text) or not text:
             return
         if not text.startswith("/"):
             return self.answer(text) or self.prompt(text, None)
         command, _, rest = text[1:].partition(" ")
         if command in PROMPT_MODES:
             return self.prompt(rest.strip(), command) if rest.strip() else self.say(f"/{command} needs a message")
-        actions = {"cancel": self.cancel, "stop": self.stop, "help": self.help}
+        actions = {"cancel": self.cancel, "stop": self.stop, "help": self.help, "decline": self.decline}
         if command in actions:
             return actions[command]()
         if command in {c["name"] for c in self.agent_commands()}:
@@ -138,22 +162,65 @@ class Attached:
                       + (f" ({one_line(c['hint'])})" if c.get("hint") else "") for c in commands]
         self.say("\n".join(lines))
 
-    def answer(self, text):
-        """While a permission request is pending, text answers the oldest one by an option's number, name or
-        ID; text that names none is asked again. False when nothing is pending."""
+    def oldest(self):
+        """(request_id, its content, its Form or None) of the oldest pending request, or None."""
         with self.lock:
             if not self.pending:
-                return False
-            request_id, (_, content) = next(iter(self.pending.items()))
+                return None
+            request_id, (_, content, form) = next(iter(self.pending.items()))
+            return request_id, content, form
+
+    def answer(self, text):
+        """While a permission request or a question is pending, text answers the oldest one by an option's
+        number, name or ID; text that names none is asked again. False when nothing is pending."""
+        pending = self.oldest()
+        if pending is None:
+            return False
+        request_id, content, _ = pending
         options = options_of(content)
         option = matching_option(options, text)
         if option is None:
             wanted = f"1-{len(options)} or an option's name" if options else "/cancel: it offers no options"
             self.say(f"{one_line(text)!r} is none of the options; type {wanted}")
-            self.say(permission_prompt(content))
+            self.say(question_prompt(content) if is_question(content) else permission_prompt(content))
             return True
-        self.call("session.approve", request_id=request_id, option_id=option["option_id"])
+        if self.call("session.approve", request_id=request_id, option_id=option["option_id"]) is not None:
+            self.settled(request_id)
         return True
+
+    def settled(self, request_id):
+        """Answered from here: typing goes to the next pending request at once (its event may come later)."""
+        with self.lock:
+            if self.pending.pop(request_id, None) is not None and self.pending:
+                self.remind()
+
+    def fill(self, text):
+        """While the oldest pending request is a question's free form, a line (empty included, not a /command)
+        is its current field's value; after the last field the form is sent as the answer's content. A
+        refused answer starts the form again. False when no form is being filled."""
+        pending = self.oldest()
+        if pending is None or pending[2] is None or text.startswith("/"):
+            return False
+        request_id, _, form = pending
+        problem = form.take(text) if not form.done else None  # a form of no fields is sent by any line
+        if problem is not None:
+            self.say(f"{problem}")
+        elif form.done:
+            if self.call("session.approve", request_id=request_id, option_id="accept", content=form.values) is None:
+                form.restart()
+            else:
+                self.settled(request_id)
+                return True
+        if not form.done:
+            click.echo(form.ask(), nl=False, err=True)
+        return True
+
+    def decline(self):
+        pending = self.oldest()
+        if pending is None or not is_question(pending[1]):
+            return self.say("no question is pending")
+        if self.call("session.approve", request_id=pending[0], option_id="decline") is not None:
+            self.settled(pending[0])
 
     def prompt(self, message, mode):
         message_id = new_id("msg")
@@ -197,7 +264,9 @@ def attach(obj, session_id, last):
     What you type is sent as a prompt; while a turn runs the configured busy mode applies, or
     use /queue, /steer or /interrupt. /cancel cancels the turn, /stop stops the session. A
     pending permission request shows the agent's options numbered and is answered by typing a
-    number or a name; until then other text is asked again, never sent as a prompt.
+    number or a name; until then other text is asked again, never sent as a prompt. An agent's
+    question shows its choices the same way; a question that is a free form asks for each of its
+    fields in turn (an empty line takes a field's default) and sends them; /decline declines it.
 
     \b
     Example:

@@ -30,8 +30,9 @@ ITEM_HEADERS = ("ID", "KIND", "SESSION", "AGE", "SUMMARY")
 @output_option()
 @click.pass_context
 def inbox(ctx, follow, output, **query):
-    """Everything that needs a person, across sessions: permission requests, stale or stuck sessions,
-    failures, budget warnings; each with the actions that resolve it (`inbox answer ITEM ACTION`).
+    """Everything that needs a person, across sessions: permission requests, an agent's questions, stale or
+    stuck sessions, failures, budget warnings; each with the actions that resolve it (`inbox answer ITEM
+    ACTION`, a question's free form with `--content JSON`).
 
     \b
     Example:
@@ -55,11 +56,16 @@ def inbox(ctx, follow, output, **query):
 
 
 PRESENTATION["attention.answer"] = Presentation(
-    "Resolve an open item with one of its actions: a permission request's option ID, `stop` or `dismiss` (the\n"
-    "item lists its actions' IDs).",
-    "compozy inbox answer attn_01J9Z3K6Q4V8M2N5P7R9T1W3XY allow",
+    "Resolve an open item with one of its actions: a permission request's option ID, a question's choice,\n"
+    "`stop` or `dismiss` (the item lists its actions' IDs). A question that is not one choice (a free form)\n"
+    "is answered with its `accept` action and --content, the form's fields as a JSON object (the item's\n"
+    "action names the form: `compozy inbox -o json`).",
+    "compozy inbox answer attn_01J9Z3K6Q4V8M2N5P7R9T1W3XY allow\n"
+    "compozy inbox answer attn_01J9Z3K6Q4V8M2N5P7R9T1W3XY accept --content '{\"answer\": \"Ada\"}'",
     lambda d: f"{d['item']['id']}: {d['action']} -> {d['item']['status']}"
-    + (f" ({d['item']['resolution']})" if d["item"].get("resolution") else ""))
+    + (f" ({d['item']['resolution']})" if d["item"].get("resolution") else ""),
+    {"content": "a question's free form: its fields as a JSON object, with the accept action"},
+    metavars={"content": "JSON"})
 
 
 def _items_text(document):

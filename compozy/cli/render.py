@@ -3,6 +3,8 @@
 Layer 6 (surface). Shared by `session prompt`, `session events --follow` and `session attach`.
 """
 
+import json
+
 import click
 
 from compozy.cli.output import colour, readable
@@ -98,6 +100,8 @@ def chosen_option(content):
     """The option an answer chose (as the agent named it), its decision and who or what chose it."""
     option = content.get("option")
     named = f"{option_label(option)} " if isinstance(option, dict) and option.get("option_id") else ""
+    if isinstance(option, dict) and isinstance(option.get("content"), dict):  # a question's form, as answered
+        named += json.dumps(readable(option["content"]), ensure_ascii=False) + " "
     return f"{named}({content['decision']}, {content.get('reason') or 'answered'})"
 
 

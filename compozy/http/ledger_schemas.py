@@ -8,7 +8,7 @@ from compozy.http.schemas import BOOLEAN, INTEGER, NUMBER, OBJECT, STRING, TIMES
 
 COUNTS = {"type": "object", "additionalProperties": INTEGER}
 ACTION = obj(["id", "label", "operation", "with"], id=STRING, label=STRING, kind=nullable(STRING),
-             operation=nullable(STRING), **{"with": OBJECT})
+             operation=nullable(STRING), content=OBJECT, **{"with": OBJECT})  # content: the form it takes
 ITEM = obj(["id", "kind", "session_id", "workspace_id", "created_at", "summary", "actions", "details", "status",
             "resolved_at", "resolution", "changed"], id=STRING, kind=enum(v.ATTENTION_KINDS),
            session_id=nullable(STRING), workspace_id=nullable(STRING), created_at=TIMESTAMP, summary=STRING,

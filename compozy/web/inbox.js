@@ -1,7 +1,7 @@
 // The attention inbox: every item that needs a person across sessions, kept live by its event stream (an
 // `inbox` snapshot on every (re)connection, then each item opened or resolved). The header's count shows on
 // every screen; the inbox view (/inbox) lists the items with their actions, which run the operation each names
-// (attention.answer), so an answer here clears the item everywhere.
+// (attention.answer), so an answer here clears the item everywhere; a question's free form has its fields there.
 import { $, el, replace, follow, ago, sessionHref } from "./dom.js";
 import { address, call } from "./api.js";
 import { words } from "./words.js";
@@ -53,10 +53,14 @@ export class Inbox {
 
   row(item) {
     const status = el("span", { class: "item-status", role: "status" });
-    const buttons = item.actions.map((action) => el("button", {
-      type: "button", class: action.kind?.startsWith("reject") || action.id === "stop" ? "danger" : null,
-      "data-action": action.id, onclick: () => this.answer(item, action, status),
-    }, action.label || action.id));
+    const buttons = item.actions.map((action) => {
+      const fields = action.content ? formFields(action.content) : null;
+      const button = el("button", {
+        type: "button", class: action.kind?.startsWith("reject") || action.id === "stop" ? "danger" : null,
+        "data-action": action.id, onclick: () => this.answer(item, action, status, fields && contentOf(fields)),
+      }, action.label || action.id);
+      return fields ? [...fields, button] : button;
+    });
     return el("li", { class: `inbox-item kind-${item.kind}`, "data-item": item.id, "data-kind": item.kind },
       el("div", { class: "item-head" }, el("span", { class: "badge" }, words(item.kind)), " ",
         item.session_id ? el("a", { href: sessionHref(item.session_id), "data-route": true, class: "name" },
@@ -66,13 +70,37 @@ export class Inbox {
       el("div", { class: "item-actions", role: "group", "aria-label": "Actions" }, buttons, status));
   }
 
-  async answer(item, action, status) {
+  async answer(item, action, status, content) {
     replace(status, "…");
     try {
-      await call("attention.answer", { item_id: item.id }, { option_id: action.id });
+      await call("attention.answer", { item_id: item.id }, content ? { option_id: action.id, content }
+        : { option_id: action.id });
       replace(status, "");
     } catch (error) {
       replace(status, error.body?.error || error.message);
     }
   }
+}
+
+// An action that takes content (a question's free form) has a field per property of the form it names: text,
+// a number, or a checkbox; its button sends their values as the answer's content.
+function formFields(schema) {
+  const properties = schema?.properties && typeof schema.properties === "object" ? schema.properties : {};
+  return Object.entries(properties).map(([name, spec]) => {
+    const type = spec?.type === "boolean" ? "checkbox"
+      : spec?.type === "number" || spec?.type === "integer" ? "number" : "text";
+    const input = el("input", { type, name, "aria-label": spec?.title || name, placeholder: spec?.title || name });
+    if (spec?.default !== undefined) {
+      if (type === "checkbox") input.checked = Boolean(spec.default);
+      else input.value = String(spec.default);
+    }
+    return input;
+  });
+}
+
+// An empty field is left out (the daemon then names a required one missing).
+function contentOf(fields) {
+  return Object.fromEntries(fields.filter((input) => input.type === "checkbox" || input.value !== "")
+    .map((input) => [input.name, input.type === "checkbox" ? input.checked
+      : input.type === "number" ? Number(input.value) : input.value]));
 }

@@ -31,12 +31,20 @@ def session_name(record):
     return record.name or record.id
 
 
-def permission_actions(record, request_id, options):
-    """One action per option the agent offered: session.approve with that option."""
+def permission_actions(record, request_id, options, question=None):
+    """One action per option the agent offered: session.approve with that option. A question's free form (its
+    `accept` option) takes content, the form's fields: the action carries the form's schema as `content`."""
     return [{"id": option.get("option_id"), "label": option.get("name") or option.get("option_id"),
              "kind": option.get("kind"), "operation": "session.approve",
              "with": {"session_id": record.id, "workspace": record.workspace_id, "request_id": request_id,
-                      "option_id": option.get("option_id")}} for option in options if option.get("option_id")]
+                      "option_id": option.get("option_id")},
+             **({"content": (question or {}).get("schema") or {}} if takes_content(option, question) else {})}
+            for option in options if option.get("option_id")]
+
+
+def takes_content(option, question):
+    """A question's accept option: answered with the form's fields (compozy.session.turns.permissions.answered)."""
+    return question is not None and option.get("option_id") == "accept" and option.get("kind") == "accept"
 
 
 def stop_action(record):
@@ -130,7 +138,7 @@ class Inbox:
         self.open(f"permission:{request_id}", "question" if question else "permission", record,
                   f"{session_name(record)}: the agent asks: {what}"[:300] if question else
                   f"{session_name(record)}: the agent asks permission: {what}",
-                  permission_actions(record, request_id, [o for o in options if not (question and o.get("option_id") == "accept")]),
+                  permission_actions(record, request_id, options, content.get("question") if question else None),
                   {"request_id": request_id, "turn_id": event.get("turn_id"), "action": content.get("action"),
                    "title": content.get("title"), "resource": content.get("resource"), "options": options,
                    **({"question": content.get("question")} if question else {})})

@@ -7,7 +7,7 @@ as any client would; the item then resolves itself when its cause ends, for ever
 
 from compozy import __version__
 from compozy.api import OPS
-from compozy.errors import CompozyError
+from compozy.errors import CompozyError, invalid
 from compozy.ids import validate_id
 from compozy.session.lifecycle.inbox import WATCH_TURNS
 from compozy.session.records.reads import follow_batches
@@ -84,8 +84,9 @@ class InboxViews:
         return {"attention": {"session_id": session.id, "turn_finished": body["turn_finished"]}}
 
     def answer_attention(self, item_id, body):
-        """Run the action of an open item that `option_id` names: the option of a permission request, stop,
-        or dismiss (the item resolves at once, recorded as dismissed)."""
+        """Run the action of an open item that `option_id` names: the option of a permission request (with
+        `content`, the form's fields, for a question's free form), stop, or dismiss (the item resolves at once,
+        recorded as dismissed)."""
         validate_id(item_id, "attn", field="item_id", not_found="attention_item_not_found")
         item = self.catalog.attention.item(item_id)
         if item is None:
@@ -97,15 +98,20 @@ class InboxViews:
         if action is None:
             raise CompozyError("attention_action_not_offered", f"item {item_id} offers no action "
                                f"{body['option_id']!r}", item_id=item_id, offered=[a["id"] for a in item["actions"]])
-        result = self._run_action(item, action)
+        if body.get("content") is not None and "content" not in action:
+            raise invalid(f"action {action['id']!r} of item {item_id} takes no content (only a question's free "
+                          f"form does)", field="content", item_id=item_id)
+        result = self._run_action(item, action, body.get("content"))
         return {"item": self.catalog.attention.item(item_id), "action": action["id"], "result": result}
 
-    def _run_action(self, item, action):
+    def _run_action(self, item, action, content=None):
         if action["operation"] is None:
             self.services.inbox.resolve("id = ?", (item["id"],), "dismissed")
             return None
         operation = OPS[action["operation"]]
         arguments = dict(action["with"])
+        if "content" in action:  # the form's fields: the operation refuses them missing or not fitting the form
+            arguments["content"] = content
         path = {name: arguments.pop(name) for name in operation.path_params}
         result = getattr(self, operation.facade)(**path, body=arguments)
         return dict(result) if result is not None else None
