@@ -7,123 +7,19 @@ answers, the errors it can return, its CLI command and its native tool. compozy/
 the Flask rules and writes /api/openapi.json from it, the CLI builds its requests from it, the
 native tool server (compozy/mcp) lists and calls its tools from it, and the scenario harness
 derives its in-process, HTTP and CLI calls from it. A new operation is one entry here plus its
-façade method.
+façade method. What an entry is made of (its types, shared error groups and answers) is compozy/operation.py.
 """
 
-import re
-from dataclasses import dataclass, field
-from functools import cached_property
-
-from compozy import parsing
 from compozy import validate as v
-from compozy.states import DeriveAnswer, Disposition, StopAnswer
+from compozy.operation import (ADMISSION, BINDING, COPY_SPELLING, DERIVABLE, DERIVE_ANSWERS, ENTRY_ERRORS,
+                               FIRST_PROMPT, FLEET, IDENTITY, PROMPT_ANSWERS, RESTORING, SESSION, STOP_ANSWERS, Cli,
+                               Operation, Success, Tool)
 
-PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")  # a path parameter in a Flask rule
 S = "/api/workspaces/<workspace>/sessions/<session_id>"
 ENTRY = S + "/prompt/queue/<entry>"
 TOOL_SERVER_PATH = "/mcp/"  # the native tool server's endpoint is this path + the caller's binding secret
 SESSION_HEADER, SECRET_HEADER = v.IDENTITY_FIELDS  # a bound agent's identity on an HTTP/UDS request
 SESSION_ENV, SECRET_ENV = "COMPOZY_SESSION_ID", "COMPOZY_BINDING_SECRET"  # and in its environment
-
-
-@dataclass(frozen=True)
-class Success:
-    status: int
-    schema: str | None              # a components/schemas name; None: no body
-    kinds: tuple = ()               # the result kinds (serialize.Answer) answered with this status
-    summary: str = "success"
-    media: tuple = ()               # the media types of a file answered as itself (no JSON document)
-
-
-@dataclass(frozen=True)
-class Cli:
-    command: str                    # the click command path, e.g. "session events"
-    arguments: tuple = ()           # fields given positionally, in order
-    flags: tuple = ()               # (field, "--flag") pairs; a boolean field is a bare flag
-    selector: str = ""              # where operations share a command: the bare flag that picks this one
-
-
-@dataclass(frozen=True)
-class Tool:
-    """The operation as a native tool of bound agents (interface.md, "Native tools for agents").
-
-    The caller's workspace fills the operation's workspace (a path parameter or a field); the
-    target session is `session_id`: required, defaulting to the caller ("caller"), or not taken ("").
-    """
-
-    name: str
-    description: str
-    fields: tuple = ()              # the operation's body or query fields the tool takes
-    extra: dict = field(default_factory=dict)  # tool-only arguments (validate specs)
-    target: str = "required"
-
-    def arguments(self, operation):
-        """The validate spec of the tool's arguments."""
-        spec = {"session_id": v.text(required=self.target == "required", max_length=64)} if self.target else {}
-        given = {**(operation.body or {}), **operation.query}
-        return {**spec, **{name: given[name] for name in self.fields}, **self.extra}
-
-
-@dataclass(frozen=True)
-class Spelling:
-    """Another name a body may give one of its fields, with what it may hold under that name (the
-    issue's `"workspace": "copy"` for a fork's `"files": "copy"`). It stays out of the request object,
-    whose `workspace` is the path parameter."""
-
-    means: str                      # the body field it stands for
-    spec: v.Field                   # what the other name may hold
-
-
-COPY_SPELLING = {"workspace": Spelling("files", v.text(choices=("copy",)))}
-
-
-@dataclass(frozen=True)
-class Operation:
-    method: str
-    rule: str
-    name: str
-    facade: str | None
-    summary: str
-    success: tuple = (Success(200, None),)
-    errors: tuple = ()
-    body: dict | None = None        # a validate spec; None: the route reads no body
-    query: dict = field(default_factory=dict)
-    headers: dict = field(default_factory=dict)
-    stream: str = ""                # "always": text/event-stream; "on request": also, with that Accept
-    cli: Cli | None = None
-    tool: Tool | None = None        # the native MCP tool (interface.md, "Native tools for agents")
-    rules: tuple = ()               # validate.Rule: rules across the body's fields
-    spellings: dict = field(default_factory=dict)  # a body field's other name: {name: Spelling}
-
-    @property
-    def path_params(self):
-        return tuple(PARAMETER.findall(self.rule))
-
-    @cached_property
-    def request_type(self):
-        return parsing.request_type(self)
-
-    def parse(self, path=None, body=None, query=None):
-        """This operation's typed request (compozy/parsing.py): the one place its input is checked."""
-        return parsing.parse(self, path, body, query)
-
-    def status_for(self, kind=None):
-        """The HTTP status of a result of this kind (None: a plain document)."""
-        for success in self.success:
-            if (kind in success.kinds) if kind is not None else not success.kinds:
-                return success.status
-        raise LookupError(f"{self.name} has no status for a {kind!r} answer")
-
-
-SESSION = ("invalid_request", "workspace_not_found", "session_not_found")
-ADMISSION = ("new_work_admission_unavailable",)
-BINDING = ("agent_not_found", "model_unavailable", "provider_auth_failure", "provider_unavailable",
-           "runtime_option_unsupported")
-IDENTITY = ("idempotency_conflict",)
-ENTRY_ERRORS = ("queue_entry_not_found", "queue_entry_not_queued")
-DERIVABLE = ("session_not_derivable", "session_archived", "session_fence_conflict")
-RESTORING = ("checkpoint_not_found", "workspace_busy", "checkpoint_failed")
-FLEET = ("fleet_not_configured", "fleet_catalog_unavailable")
 
 
 def _flags(*fields):
@@ -133,24 +29,6 @@ def _flags(*fields):
 def _session_cli(command, *arguments, flags=()):
     return Cli(command, ("session_id", *arguments), flags)
 
-
-PROMPT_ANSWERS = (
-    Success(200, "PromptAnswer", (Disposition.STARTED, Disposition.STEERED, Disposition.INTERRUPTED),
-            "admitted: started, steered or interrupted"),
-    Success(202, "PromptAnswer", (Disposition.QUEUED,), "queued behind the current turn"),
-)
-STOP_ANSWERS = (
-    Success(202, "StopAccepted", (StopAnswer.ACCEPTED,), "wait false: the stop runs on"),
-    Success(200, "StopOutcome", (StopAnswer.OUTCOME,), "wait true (or omitted on a stopped session): the outcome"),
-    Success(200, "SessionAnswer", (StopAnswer.STOPPED,), "wait false on a stopped session: the session"),
-    Success(204, None, (StopAnswer.LEGACY,), "wait omitted: deprecated, with Deprecation and Warning headers"),
-)
-DERIVE_ANSWERS = (
-    Success(201, "DerivationAnswer", (DeriveAnswer.CREATED,), "the new session"),
-    Success(200, "DerivationAnswer", (DeriveAnswer.REPLAYED,), "a repeat with the same key: the recorded outcome"),
-)
-# A derivation's message goes through the ordinary prompt admission of the new session.
-FIRST_PROMPT = (*ADMISSION, *BINDING, "route_not_found", "queue_full", "session_stop_in_progress")
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/api/health", "daemon.health", "health", "Liveness and version",

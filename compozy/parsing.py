@@ -74,7 +74,7 @@ def parse(operation, path=None, body=None, query=None):
 
 
 def respelled(operation, body):
-    """The body with a field given under its other name (api.Spelling) under its own: checked against what
+    """The body with a field given under its other name (operation.Spelling) under its own: checked against what
     that name may hold, and refused when both names are given with different values."""
     if not operation.spellings or not isinstance(body, Mapping):
         return body

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from compozy.config import SETTINGS
+from compozy.config_settings import SETTINGS
 from compozy.errors import ERRORS
 from compozy.cli.main import cli
 from tests.harness.commands import cli_commands, cli_groups

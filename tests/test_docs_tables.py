@@ -1,7 +1,8 @@
 """The tables of docs/tools.md and docs/architecture.md are checked against the code they describe: the
 native tools against the operation table, the layers and the domain's modules against compozy/ and
-tests/unit/test_layers.py, the state tables against compozy/states.py. A module, tool or state machine
-added without its row (or a row left behind) fails here."""
+tests/unit/test_layers.py, the folders of the layout against compozy/'s packages, every source path it names
+against the tree, the state tables against compozy/states.py. A module, folder, tool or state machine added
+without its row (or a row left behind) fails here."""
 
 import re
 from pathlib import Path
@@ -94,3 +95,21 @@ def test_the_state_tables_row_is_each_machine_with_its_states_and_changer():
         assert re.sub(r" \([^)]*\)", "", states).split(", ") == [s.value for s in machines[name].states], name
         for function in NAME.findall(changer):
             assert f"def {function.rpartition('.')[2]}(" in sources, f"{name}: {function} is not in compozy/"
+
+
+def test_the_layout_table_has_a_row_for_each_folder_and_names_only_modules_that_exist():
+    rows = {NAME.findall(folder)[0]: what for folder, what in table(ARCHITECTURE, "| folder | what |")}
+    folders = {f"compozy/{path.name}/" for path in (ROOT / "compozy").iterdir()
+               if path.is_dir() and ((path / "__init__.py").exists() or path.name == "web")}
+    assert set(rows) == {"compozy/"} | folders
+    top = {path.stem for path in (ROOT / "compozy").glob("*.py")}
+    assert set(NAME.findall(rows["compozy/"])) <= top
+    sub_packages = {f"{path.parent.name}/" for path in (ROOT / "compozy" / "session").glob("*/__init__.py")}
+    assert set(NAME.findall(rows["compozy/session/"])) == sub_packages
+
+
+def test_every_source_path_the_architecture_names_exists():
+    named = set(re.findall(r"`([\w/]+\.py)`", ARCHITECTURE))
+    assert named, "the walk sees the paths"
+    missing = sorted(path for path in named if not (ROOT / "compozy" / path).exists() and not (ROOT / path).exists())
+    assert not missing, f"docs/architecture.md names files that do not exist: {missing}"

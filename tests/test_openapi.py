@@ -253,7 +253,7 @@ def test_enforced_body_spec_is_the_documented_one(facade, operation):
         error = _refusal(manager, operation, params, {k: v for k, v in valid.items() if k != name})
         assert (error.code, error.details.get("field")) == ("invalid_request", name), name
     for name, schema in documented["properties"].items():
-        field = operation.body[name] if name in operation.body else operation.spellings[name].spec  # api.Spelling
+        field = operation.body[name] if name in operation.body else operation.spellings[name].spec  # operation.Spelling
         error = _refusal(manager, operation, params, {**valid, name: WRONG[field.types[0]]})
         assert (error.code, error.details.get("field")) == ("invalid_request", name), name
         assert schema["type"] == {str: "string", bool: "boolean", int: "integer", dict: "object",

@@ -9,11 +9,12 @@ from compozy.api import OPERATIONS, OPS
 from tests.test_web import fetch
 
 WEB = Path(__file__).resolve().parents[1] / "compozy" / "web"
-OPERATION_NAME = re.compile(r'"((?:daemon|agent|settings|workspace|session|attention|usage)\.[a-z_]+(?:\.[a-z_]+)*)"')
+OPERATION_NAME = re.compile(r'"([a-z_]+(?:\.[a-z_]+)+)"')  # any area: a misspelt one ("serch.query") is caught too
 # Where the page names an operation: the first argument of call, act or address, or the first item of a bulk
 # action's request.
 NAMING = re.compile(r'\b(?:call|act|address)\(([^,)]*)|request: \([^)]*\) => \[([^,\]]*)')
-HAND_PATH = re.compile(r'["`]/api/')
+HAND_PATH = re.compile(r"[\"'`]/api/")
+RAW_REQUEST = re.compile(r'import \{[^}]*\bapi\b[^}]*\} from "\./dom\.js"')  # dom.js's fetch of a path
 
 
 def names_in(script):
@@ -34,14 +35,23 @@ def test_every_operation_the_page_names_is_in_the_table():
 
 
 def test_the_check_catches_a_name_the_table_lacks():
-    script = 'call("session.archive", scope); this.act(running ? "session.stop" : "session.archiv", {})'
-    assert names_in(script) == ["session.archive", "session.stop", "session.archiv"]
-    assert "session.archiv" not in OPS
+    script = ('call("session.archive", scope); this.act(running ? "session.stop" : "session.archiv", {}); '
+              'call("serch.query", { q })')
+    assert names_in(script) == ["session.archive", "session.stop", "session.archiv", "serch.query"]
+    assert "session.archiv" not in OPS and "serch.query" not in OPS
+
+
+def test_the_walk_sees_every_area_the_page_calls():
+    areas = {name.split(".")[0] for name, _ in page_operations()}
+    assert {"search", "fleet", "usage", "attention", "settings"} <= areas
 
 
 def test_the_page_spells_no_api_path_by_hand():
     spelled = [path.name for path in WEB.glob("*.js") if HAND_PATH.search(path.read_text(encoding="utf-8"))]
     assert not spelled, f"API paths spelled by hand in {spelled}; call the operation by name through api.js"
+    raw = [path.name for path in WEB.glob("*.js") if path.name != "api.js"
+           and RAW_REQUEST.search(path.read_text(encoding="utf-8"))]
+    assert not raw, f"{raw} request paths through dom.js's api(); call the operation by name through api.js"
 
 
 def test_the_daemon_serves_the_table_to_the_page(daemon):

@@ -5,15 +5,14 @@ Layer 6 (surface). `agent login` runs on this machine, in this terminal: it read
 home, as the daemon does, and starts the agent itself (a login is the user's, never the daemon's). `agent add`
 also works without a daemon: it edits this home's config.toml (and installs into its folder), as a person would.
 `agent doctor` asks the daemon, which starts the agent as its sessions would (a long wait, exit 1 on a failed
-step). `agent list` is generated from the table (compozy/cli/generated.py) with its words here.
+step). `agent list` and `agent doctor` are generated from the table (compozy/cli/generated.py) with their words
+here.
 """
 
 import os
-import sys
 
 import click
 
-from compozy.cli.completion import complete_agents
 from compozy.cli.generated import PRESENTATION, Presentation
 from compozy.cli.main import cli
 from compozy.cli.output import emit, output_option, table
@@ -107,30 +106,6 @@ def _added_text(d):
     return "\n".join(lines)
 
 
-@agent.command("doctor")
-@click.argument("agent_name", metavar="NAME", shell_complete=complete_agents)
-@output_option()
-@click.pass_obj
-def doctor(obj, agent_name, output):
-    """Start an agent in a scratch folder, as the daemon's sessions would, and report each step.
-
-    It reports the launch time, the protocol version, capabilities, auth methods and whether
-    authentication succeeds, the time to open a session, and the first error with its evidence (the
-    agent's error data and its last stderr lines). The agent is stopped after; nothing is left running.
-    Exits 1 when a step failed.
-
-    \b
-    Example:
-      compozy agent doctor claude
-      compozy agent doctor codex -o json
-    """
-    obj.timeout = DOCTOR_WAIT
-    document = obj.call("agent.doctor", agent_name=agent_name)
-    emit(document, output, _doctor_text)
-    if not document["doctor"]["ok"]:
-        sys.exit(1)
-
-
 def _doctor_text(d):
     report = d["doctor"]
     lines = [f"{report['agent']} (provider {report['provider']}): {'ok' if report['ok'] else 'FAILED'}",
@@ -145,6 +120,16 @@ def _doctor_text(d):
     lines += [f"  stderr        {line}" for line in report["stderr_tail"][-5:]]
     lines.append(f"  stopped       {'verified' if report['stopped'] else 'NOT VERIFIED: a process may be left'}")
     return "\n".join(lines)
+
+
+PRESENTATION["agent.doctor"] = Presentation(
+    "Start an agent in a scratch folder, as the daemon's sessions would, and report each step.\n\n"
+    "It reports the launch time, the protocol version, capabilities, auth methods and whether\n"
+    "authentication succeeds, the time to open a session, and the first error with its evidence (the\n"
+    "agent's error data and its last stderr lines). The agent is stopped after; nothing is left running.\n"
+    "Exits 1 when a step failed.",
+    "compozy agent doctor claude\ncompozy agent doctor codex -o json", _doctor_text,
+    metavars={"agent_name": "NAME"}, wait=DOCTOR_WAIT, succeeded=lambda d: d["doctor"]["ok"])
 
 
 @agent.command("login")

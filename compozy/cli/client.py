@@ -10,7 +10,7 @@ import os
 import socket
 from urllib.parse import quote, urlencode, urlsplit
 
-from compozy.api import PARAMETER
+from compozy.operation import PARAMETER
 from compozy.errors import ERRORS, CompozyError
 
 

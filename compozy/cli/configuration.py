@@ -54,7 +54,7 @@ def check(output):
 
 
 def resolved(config, path):
-    from compozy.config import SETTINGS
+    from compozy.config_settings import SETTINGS
     from compozy.registry.installed import state
     return {"valid": True, "path": str(path), "exists": path.exists(), "default_agent": config["default_agent"],
             "agents": {name: {"provider": a.provider, "runtime": a.defaults(),

@@ -7,7 +7,8 @@ same table; every other command is generated here, once the hand-written ones ar
 positional arguments and flags from the entry, typed by the operation's field specs (a boolean is a bare
 flag, an integer keeps its bounds, a choice its values, an object is JSON, a required field is
 required), its help from the entry (the summary, or the words in PRESENTATION) with an example, `-o json` always, and its text
-output from PRESENTATION (else the JSON document; a file an operation answers is written to -o).
+output from PRESENTATION (else the JSON document; a file an operation answers is written to -o), with the exit
+status it gives (1 when the answer says something failed) and the time an answer may take.
 Operations sharing a command path make one command that calls the one the given flags name (its
 Cli.selector flag, else the one with the fewest fields taking every flag given). A new operation needs
 no CLI code.
@@ -49,6 +50,8 @@ class Presentation:
     metavars: dict = field(default_factory=dict)  # field -> the word its help shows for the value
     one_of: tuple = ()              # fields of which exactly one is given (a usage error otherwise)
     shorthands: dict = field(default_factory=dict)  # a bare flag -> (field, value) it stands for (--fleet)
+    wait: float = 0.0               # seconds the answer may take (a doctor's run); 0: the client's default
+    succeeded: object = None        # document -> false: exit status 1 after the output (a failed doctor step)
 
 
 PRESENTATION: dict = {}  # operation name -> Presentation, filled by the CLI modules that present their commands
@@ -138,9 +141,13 @@ def command(operations):
         if _answers_a_file(operation):
             write_file(obj.file(operation.name, **fields)[1], output)
             return
+        if shown.wait:
+            obj.timeout = shown.wait
         document = obj.call(operation.name, **fields)
         text = shown.text
         emit(document, output, (lambda d: text(d, quiet)) if text and shown.quiet else text)
+        if shown.succeeded is not None and not shown.succeeded(document):
+            sys.exit(1)
     name = main.cli.command.split()[-1]
     return click.Command(name, callback=run, params=params, help=help_text(main, presentation))
 

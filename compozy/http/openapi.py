@@ -11,6 +11,7 @@ from compozy import validate as v
 from compozy.errors import ERRORS
 from compozy.http.ledger_schemas import LEDGER_SCHEMAS
 from compozy.http.schemas import SCHEMAS, field_schema, ref, spec_schema
+from compozy.operation import PARAMETER
 
 # What the guards in front of every route can answer (http/guards.py).
 GUARD_ERRORS = ("unauthorized", "host_not_allowed", "origin_not_allowed", "body_too_large")
@@ -38,7 +39,7 @@ def openapi(version):
 
 
 def openapi_path(rule):
-    return api.PARAMETER.sub(r"{\1}", rule)
+    return PARAMETER.sub(r"{\1}", rule)
 
 
 def error_codes(operation):

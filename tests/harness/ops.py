@@ -27,7 +27,7 @@ def fields_of(args):
 
 def in_body(fields):
     """The body with its `body.NAME` arguments as NAME: a body field named like a path parameter (a fork's
-    `"workspace": "copy"`, api.Spelling)."""
+    `"workspace": "copy"`, operation.Spelling)."""
     return {name.removeprefix("body."): value for name, value in fields.items()}
 
 

@@ -3,8 +3,9 @@ providers/agents/fallback_chain validation, and messages that name the file, the
 
 import pytest
 
-from compozy.config import (SETTINGS, SETTINGS_BY_NAME, Agent, ConfigError, Provider, Route, from_document, load,
-                            parse_duration, reference_command)
+from compozy.config import (SETTINGS_BY_NAME, Agent, ConfigError, Provider, Route, from_document, load, parse_duration,
+                            reference_command)
+from compozy.config_settings import SETTINGS
 from compozy.errors import CompozyError
 
 INTERFACE_SAMPLE = '''

@@ -2,8 +2,9 @@
 
 Layers (shared/reference/style.md section 6.3, as fixed for this project):
   0 errors, states, ids, clock, location, text, launch_aliases (and the package root, which holds only __version__)
-  1 config, paths, validate, redact, parsing (which builds on validate: requests parsed with its specs)
-  2 store.*, acp.protocol, acp.translate, serialize, api (the operation table), proc and boundary (the
+  1 config, config_settings (the settings table; config imports it), paths, validate, redact, parsing (which builds
+    on validate: requests parsed with its specs)
+  2 store.*, acp.protocol, acp.translate, serialize, api (the operation table) and operation (what an entry is made of; api imports it), proc and boundary (the
     operating-system seams, stdlib only), checkpoints.* (the shadow git repository, stdlib only), registry.* (the ACP registry: its catalog, installs, config.toml edits)
   3 acp.* (the ACP seam: the agent process, the client, options, the agent's requests)
   4 session.*
@@ -20,8 +21,8 @@ fleet.mirror and fleet.adoption 4, fleet.views 5 (the façade's fleet half, a Se
 fleet.relay 6 (flask; http.app imports it, it imports http.guards and http.sse).
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
 siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
-cli.* imports only api (the operation table), errors, ids, text, jsonrpc and other cli modules at module level, and paths,
-config, location and registry.* lazily (inside a function; `agent add` edits this home's config.toml), never manager, http, daemon or session. Three lazy imports are
+cli.* imports only api and operation (the operation table), errors, ids, text, jsonrpc and other cli modules at module level, and paths,
+config, config_settings, location and registry.* lazily (inside a function; `agent add` edits this home's config.toml), never manager, http, daemon or session. Three lazy imports are
 named by the style guide itself: `cli.daemon` imports `daemon.process` inside `daemon run`, `cli.agent`
 imports `agents.reference` for the hidden `agent reference` command the zipapp uses, and `acp.login` for
 `agent login` (a person logs an agent in on this machine, in this terminal: the CLI is the ACP client then).
@@ -41,10 +42,10 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "compozy"
 LAYER_OF = {
     "compozy": 0, "compozy.errors": 0, "compozy.states": 0, "compozy.ids": 0, "compozy.clock": 0, "compozy.machine": 0, "compozy.jsonrpc": 0,
     "compozy.location": 0, "compozy.text": 0, "compozy.launch_aliases": 0, "compozy.config_problems": 0,
-    "compozy.config": 1, "compozy.config_entries": 0, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
+    "compozy.config": 1, "compozy.config_settings": 1, "compozy.config_entries": 0, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
     "compozy.parsing": 1,
     "compozy.store": 2, "compozy.acp.protocol": 2, "compozy.acp.translate": 2, "compozy.serialize": 2,
-    "compozy.api": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.registry": 2,
+    "compozy.api": 2, "compozy.operation": 2, "compozy.proc": 2, "compozy.boundary": 2, "compozy.registry": 2,
     "compozy.checkpoints": 2, "compozy.acp": 3,
     "compozy.session": 4,
     "compozy.manager": 5,
@@ -65,8 +66,9 @@ AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compo
                  "compozy.agents.turn", "compozy.agents.steps", "compozy.agents.settings", "compozy.agents.tools")
 FLEET_SURFACE = {("compozy.manager", "compozy.fleet.views"), ("compozy.http.app", "compozy.fleet.relay"), ("compozy.fleet.relay", "compozy.http.guards"),
                  ("compozy.fleet.relay", "compozy.http.sse")}
-CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.text", "compozy.jsonrpc")
-CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
+CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.operation", "compozy.text",
+                 "compozy.jsonrpc")
+CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.config_settings", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference"),
                   ("compozy.cli.agent", "compozy.acp.login")}
 
@@ -192,6 +194,10 @@ def violations(module, path):
             pass
         elif module == "compozy.parsing" and target == "compozy.validate":
             pass  # the request objects are parsed with validate's specs and checks
+        elif module == "compozy.config" and target == "compozy.config_settings":
+            pass  # config.toml's scalar keys are checked against the settings table
+        elif module == "compozy.api" and target == "compozy.operation":
+            pass  # the table's entries are made of operation's types
         elif theirs == own and any(in_package(module, p) and in_package(target, p) for p in SIBLING_PACKAGES):
             pass  # store.* -> store.*, acp.* -> acp.*, session.* -> session.*, http.* -> http.*, daemon.* -> daemon.*
         elif in_package(module, "compozy.daemon") and in_package(target, "compozy.http"):

@@ -45,11 +45,13 @@ def test_settle_waits_for_what_was_written_before_it_to_be_handled(pipe):
 def test_settle_does_not_wait_for_what_is_written_after_it(pipe):
     read_end, write_end = pipe
     ledger, handled = StdoutLedger(read_end), []
-    slow_reader(ledger, handled, delay=0.5)
+    reader = slow_reader(ledger, handled, delay=0.5)
     started = time.monotonic()
     assert ledger.settle(timeout=5)  # nothing written yet: nothing to wait for
     assert time.monotonic() - started < 0.4
     os.write(write_end, b"later\n")
+    os.close(write_end)
+    reader.join(5)  # a reader left running would read the next test's pipe, which reuses these descriptors
 
 
 def test_settle_gives_up_after_its_timeout_when_nothing_reads(pipe):
