@@ -29,10 +29,6 @@ DEFAULT_READ_LIMIT = 200
 COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
 _encode = compact_json
-# The WAL is copied back into the file (an fsync, on the committing thread: the agent's reader) once it
-# holds this much: SQLite's default of 1,000 pages at its default 4 KiB page. Counted in pages, a store on
-# 1 KiB pages (eventschema.PAGE_SIZE) did it every 1 MiB: about three times in a 5,000-chunk turn.
-WAL_CHECKPOINT_BYTES = 4 << 20
 INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
           "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")  # a store in layout 1 (eventschema)
 
@@ -76,8 +72,6 @@ class EventLog:
                          created_at=now_iso()).on_conflict_ignore().execute()
             self._rows = ROWS_TABLE[layout]
             self._packer = Packer() if layout == LAYOUT_PACKED else None
-            page = db.execute_sql("PRAGMA page_size").fetchone()[0]
-            db.execute_sql(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_BYTES // page}")
             row = db.execute_sql(f"SELECT COALESCE(MAX(sequence), 0) FROM {self._rows}").fetchone()
             self._next_sequence = row[0] + 1
             self._db = db
