@@ -29,6 +29,7 @@ import pytest
 from conftest import create_session, ms, percentile, sized, start_daemon, stream_prompt, table, verdict
 from compozy.checkpoints.shadow import ShadowRepo, folder_bytes
 from compozy.ids import new_id
+from compozy.proc import run_captured
 
 FILES = sized(20_000, 20_000)
 FILE_BYTES = 10 * 1024
@@ -61,7 +62,7 @@ def large(tmp_path_factory):
         sub = folder / f"pkg{number % FOLDERS:03d}"
         sub.mkdir(exist_ok=True)
         (sub / f"f{number:05d}.txt").write_bytes(rng.randbytes(FILE_BYTES))
-    repo = ShadowRepo(tmp_path_factory.mktemp("shadow") / "repo", folder, timeout=600)
+    repo = ShadowRepo(tmp_path_factory.mktemp("shadow") / "repo", folder, timeout=600, run=run_captured)
     started = time.perf_counter()
     first = repo.snapshot()
     first_seconds = time.perf_counter() - started
@@ -169,7 +170,7 @@ def test_disk_for_a_thousand_turns(tmp_path_factory, benchmark):
     for path in paths:
         path.write_text("".join(f"line {i} {rng.random()}\n" for i in range(100)))  # ~3 KiB each
     project_bytes = folder_bytes(folder)
-    repo = ShadowRepo(tmp_path_factory.mktemp("shadow") / "repo", folder, timeout=600)
+    repo = ShadowRepo(tmp_path_factory.mktemp("shadow") / "repo", folder, timeout=600, run=run_captured)
     tree, session_id = None, new_id("sess")
     for turn in range(DISK_TURNS):
         start = repo.snapshot(tree)

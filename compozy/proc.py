@@ -10,11 +10,11 @@ import functools
 import math
 import os
 import select
+import selectors
 import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
-
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,29 @@ def start_group(argv, cwd=None, env=None, stderr=subprocess.PIPE, bufsize=0) -> 
     kill_group) can signal it whole without touching the daemon's own group."""
     return subprocess.Popen(argv, bufsize=bufsize, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                             cwd=cwd, env=env, start_new_session=True)
+
+
+def run_captured(argv, timeout, clock=time.monotonic, **options) -> subprocess.CompletedProcess:
+    """subprocess.run(argv, capture_output=True, timeout=timeout) without its polling wait (sleeps of 1, 2, 4 ms...
+    once the pipes close: ~1 ms a call): the exit is read from a pidfd beside the pipes; on timeout, killed."""
+    deadline, out = clock() + timeout, dict[object, list[bytes]]()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options) as child, \
+            selectors.DefaultSelector() as selector:
+        pidfd = os.pidfd_open(child.pid)
+        try:
+            for source in (pidfd, child.stdout, child.stderr):  # the pipes are there: PIPE asked for them
+                selector.register(source, selectors.EVENT_READ, out.setdefault(source, []))  # type: ignore[arg-type]
+            while selector.get_map():
+                if clock() >= deadline:
+                    child.kill()
+                    raise subprocess.TimeoutExpired(argv, timeout)
+                for key, _ in selector.select(deadline - clock()):
+                    key.data.append(chunk := b"" if key.fileobj == pidfd else os.read(key.fd, 1 << 16))
+                    if not chunk:  # a pipe closed, or the child exited
+                        selector.unregister(key.fileobj)
+        finally:
+            os.close(pidfd)
+        return subprocess.CompletedProcess(argv, child.wait(), b"".join(out[child.stdout]), b"".join(out[child.stderr]))
 
 
 def kill_group(leader_pid: int) -> bool:

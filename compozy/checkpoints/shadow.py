@@ -8,11 +8,13 @@ system's or the user's git configuration, so the user's .git, branches, index, s
 are never read or written; their .gitignore files and .git/info/exclude are honoured.
 """
 
+import contextlib
 import hashlib
 import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,13 +47,28 @@ def git_path():
     return shutil.which("git")
 
 
+def run_plain(argv, timeout, **options):
+    return subprocess.run(argv, capture_output=True, check=False, timeout=timeout, **options)
+
+
+def _held(given):
+    """git's stdin: the bytes in an unlinked file of their own (None: the daemon's stdin)."""
+    if given is None:
+        return contextlib.nullcontext()
+    held = tempfile.TemporaryFile()
+    held.write(given)
+    held.seek(0)
+    return held
+
+
 class ShadowRepo:
     """The shadow repository of one workspace, checkpointing one working folder."""
 
-    def __init__(self, git_dir, work_tree, timeout=CALL_TIMEOUT):
+    def __init__(self, git_dir, work_tree, timeout=CALL_TIMEOUT, run=None):
         self.git_dir, self.work_tree = Path(git_dir), Path(work_tree)
         self.index = self.git_dir / f"index-{hashlib.sha256(str(work_tree).encode()).hexdigest()[:16]}"
         self.timeout = timeout
+        self.run = run or run_plain  # run(argv, timeout, **Popen options) -> CompletedProcess: proc.run_captured
         self.lock = threading.RLock()  # one git writer per index at a time
         self.written = None  # the tree the index last wrote (unchanged index: the same tree, no call)
 
@@ -78,13 +95,12 @@ class ShadowRepo:
         program = git_path()
         if program is None:
             raise ShadowError("git_unavailable", "git is not installed (no `git` on PATH)")
-        payload = given if given is None or not text else given.encode()
         try:
-            done = subprocess.run([program, *self._settings(), *arguments], input=payload, capture_output=True,
-                                  cwd=self.work_tree if self.work_tree.is_dir() else self.git_dir.parent,
-                                  env=self._environment(index, located), check=False,
-                                  timeout=timeout or self.timeout, start_new_session=True,
-                                  umask=0o077 if private else -1)
+            with _held(given if given is None or not text else given.encode()) as stdin:
+                done = self.run([program, *self._settings(), *arguments], timeout or self.timeout, stdin=stdin,
+                                cwd=self.work_tree if self.work_tree.is_dir() else self.git_dir.parent,
+                                env=self._environment(index, located), start_new_session=True,
+                                umask=0o077 if private else -1)
         except subprocess.TimeoutExpired:
             # git was killed holding its index lock: only this repository object writes that index (self.lock),
             # so the lock is stale and goes, or every later checkpoint of the folder would fail on it.

@@ -356,3 +356,18 @@ def test_leader_in_our_own_group_is_never_group_signalled(spawn):
     assert report.signals[0][:2] == (f"pid {leader.pid}", "SIGTERM")
     assert {target for target, _, _ in report.signals} == {f"pid {leader.pid}"}
     assert sibling.poll() is None
+
+
+def test_run_captured_answers_as_subprocess_run_does(tmp_path):
+    given = tmp_path / "given"
+    given.write_bytes(b"x" * 300_000)  # more than a pipe holds: read while the child writes
+    with open(given, "rb") as stdin:
+        done = proc.run_captured(["sh", "-c", "cat; echo said >&2; exit 3"], 10, stdin=stdin, cwd=tmp_path)
+    assert (done.returncode, len(done.stdout), done.stderr) == (3, 300_000, b"said\n")
+
+
+def test_run_captured_kills_a_child_over_its_timeout(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.run_captured(["sleep", "30"], 0.2, start_new_session=True)
+    assert time.monotonic() - started < 10

@@ -3,9 +3,11 @@
 Layer 4. A checkpoint runs on its workspace's own worker thread (one at a time per workspace: the
 sessions of a workspace share its shadow repository), never on the agent's output path. The runner
 waits for a turn's start checkpoint, bounded by checkpoints.timeout, before it sends the prompt (so
-the checkpoint is the state before the agent acted); an end checkpoint is queued when the turn's
-terminal event is committed and nobody waits for it. Whatever happens, the outcome is a `checkpoint`
-event: a tree, or why there is none (no git, a workspace too large, a timeout). A checkpoint never
+the checkpoint is the state before the agent acted), and for its end checkpoint before the turn's
+terminal event, bounded the same way: the worker hands that one back and the runner commits it in the
+terminal event's transaction (one commit less on the turn's way to `done`); one that comes too late is
+recorded by the worker itself. Git runs through proc.run_captured. Whatever happens, the outcome is a
+`checkpoint` event: a tree, or why there is none (no git, a workspace too large, a timeout). A checkpoint never
 fails a turn. It is also an observer: a removed session's references go, and once the daemon closes
 its workers end as soon as their queues are empty.
 """
@@ -17,6 +19,7 @@ import threading
 from compozy.checkpoints.retention import to_drop
 from compozy.checkpoints.shadow import LISTED_CHANGES, ShadowError, ShadowRepo
 from compozy.ids import new_id
+from compozy.proc import run_captured
 
 log = logging.getLogger("compozy.checkpoints")
 
@@ -26,11 +29,27 @@ LISTED_SKIPS = 20
 
 
 class Job:
-    def __init__(self, session, kind, turn_id, work=None):
+    def __init__(self, session, kind, turn_id, work=None, hand_back=False):
         self.session, self.kind, self.turn_id = session, kind, turn_id
         self.work = work  # instead of recording: what to run on the worker (its answer is the job's event)
+        self.hand_back = hand_back  # the caller records the event (claim), unless it gave up waiting first
         self.done = threading.Event()
         self.event = None  # the committed checkpoint event's content
+        self._lock = threading.Lock()
+        self._abandoned = False
+
+    def claim(self):
+        """A hand-back job's content, now the caller's to record; None when not taken yet (the worker records
+        it when it is)."""
+        with self._lock:
+            self._abandoned = self.event is None
+            return self.event
+
+    def handed(self, content):
+        """The worker's side: True when the caller will record the content, False when the worker must."""
+        with self._lock:
+            self.event = content
+            return not self._abandoned
 
 
 class Checkpointer:
@@ -54,7 +73,7 @@ class Checkpointer:
         with self._lock:
             if key not in self._repos:
                 self._repos[key] = ShadowRepo(self.folder(record.workspace_id), record.cwd,
-                                              self.services.config["checkpoints.timeout"])
+                                              self.services.config["checkpoints.timeout"], run_captured)
             return self._repos[key]
 
     # -- the runner's hooks -------------------------------------------------------------------
@@ -64,8 +83,15 @@ class Checkpointer:
         self._bounded(session, "start", turn.id)
 
     def turn_ended(self, session, turn):
-        """The end checkpoint, taken before the turn's terminal event is committed (bounded the same way)."""
-        self._bounded(session, "end", turn.id)
+        """The end checkpoint, taken before the turn's terminal event (bounded the same way): its content, for
+        the runner to commit with that event; None when checkpoints are off or it came too late (the worker
+        records it when it is taken)."""
+        if not self.enabled:
+            return None
+        job = Job(session, "end", turn.id, hand_back=True)
+        self._enqueue(session.record.workspace_id, job)
+        job.done.wait(self.services.config["checkpoints.timeout"] + 1.0)
+        return job.claim()
 
     def _bounded(self, session, kind, turn_id):
         if self.enabled:
@@ -127,6 +153,10 @@ class Checkpointer:
             try:
                 if job.work is not None:
                     job.event = job.work()
+                elif job.hand_back:
+                    content = self.capture(job.session, job.kind)
+                    if not job.handed(content):
+                        job.session.append_event("checkpoint", content, job.turn_id)
                 elif job.session is not None:
                     job.event = self._record(job.session, job.kind, job.turn_id)
             except Exception:  # noqa: BLE001 (a checkpoint never breaks anything else)
@@ -182,7 +212,7 @@ class Checkpointer:
         for folder in sorted(root.iterdir()) if root.is_dir() else ():
             if not (folder / "HEAD").exists():
                 continue
-            repo = ShadowRepo(folder, folder, max(config["checkpoints.timeout"], 300.0))
+            repo = ShadowRepo(folder, folder, max(config["checkpoints.timeout"], 300.0), run_captured)
             refs = repo.refs()
             dropped = to_drop(refs, sessions, self.services.clock.wall(), config["checkpoints.keep_last"],
                               config["checkpoints.keep_for"])

@@ -284,10 +284,12 @@ class Runner:
             session.log.record_usage(turn.id, usage)
         if turn.opened or usage is not None:
             self._account(session, turn, kind, usage)
-        if turn.checkpointed:
-            self.services.checkpoints.turn_ended(session, turn)  # before the terminal event: whoever sees it can diff
+        # The end checkpoint is taken before the terminal event and committed with it: whoever sees `done` can diff.
+        ended = self.services.checkpoints.turn_ended(session, turn) if turn.checkpointed else None
+        agent = session.record.agent_name
         with session.lock:
-            session.append_event(kind, content, turn.id)
+            session.append(([("checkpoint", turn.id, ended, agent)] if ended is not None else [])
+                           + [(kind, turn.id, content, agent)])
             self._advance(session, turn)
         session.touch(kind)
         session.save(activity=dict(session.activity))
