@@ -37,8 +37,11 @@ class Cli:
 class Tool:
     """The operation as a native tool of bound agents (interface.md, "Native tools for agents").
 
-    The caller's workspace fills the operation's workspace (a path parameter or a field); the
-    target session is `session_id`: required, defaulting to the caller ("caller"), or not taken ("").
+    The one declared mapping of a tool's arguments to the operation's request (parsed once, at the tool
+    server's edge: Operation.parse_tool): `fields` pass under their own names, `defaults` fill a field the
+    caller omits, the caller's workspace fills the operation's workspace (a path parameter or a field), the
+    target session is `session_id`: required, defaulting to the caller ("caller"), or not taken (""). What
+    `extra` declares is the tool's own options, never a field of the request.
     """
 
     name: str

@@ -4,8 +4,9 @@ Layer 1 (beside validate, whose specs it parses with). Every surface (HTTP, the 
 native tool server, an in-process call of the façade) turns what it received into the request
 object of the operation (compozy/api.py, `Operation.parse`): the body checked against its spec, the
 query against its own (an unknown parameter is refused like an unknown field, with invalid_request),
-query strings typed, and the rules across fields applied. The façade and the domain read that
-object and never check it again.
+query strings typed, and the rules across fields applied. A native tool's arguments are mapped to the
+operation's fields as its Tool entry declares (`parse_tool`) and parsed the same way, at the tool
+server. The façade and the domain read that object and never check it again.
 """
 
 import dataclasses

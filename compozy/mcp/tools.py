@@ -1,9 +1,11 @@
 """The native tools: the operation table's tool entries, listed with their JSON Schemas and called
 as the bound agent that calls them, with the documents and error bodies of the HTTP routes.
 
-Layer 6 (surface). A call is the operation itself: the caller's workspace fills the workspace (so a
-session of another workspace is session_not_found, as on a scoped route), the target defaults to
-the caller where the tool allows it, and the façade method the table names does the work. The
+Layer 6 (surface). A call is the operation itself: its arguments are parsed once, here, into the
+operation's request and the tool's own options (Operation.parse_tool), the caller's workspace fills the
+workspace (so a session of another workspace is session_not_found, as on a scoped route), the target
+defaults to the caller where the tool allows it, and the façade method the table names does the work
+on that request, parsing nothing again. The
 governed rules live here: no tool stops, prompts or archives its own caller (a stop names its caller,
 who may stop its own spawned children); every call is decided by the permission mode (reads as
 reads, anything else as an edit) before it runs. A caller has at most
