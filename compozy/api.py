@@ -163,7 +163,7 @@ OPERATIONS: tuple[Operation, ...] = (
               STOP_ANSWERS, (*SESSION, "session_daemon_managed"), body=v.STOP_FIELDS,
               cli=_session_cli("session stop", flags=_flags("wait")),
               tool=Tool("compozy__session_stop", "Stop another session of your workspace (never yourself)",
-                        ("wait",))),
+                        ("wait",), defaults={"wait": True})),
     Operation("POST", S + "/archive", "session.archive", "archive_session",
               "Archive a stopped session (stop=true stops first)", (Success(200, "SessionAnswer"),),
               (*SESSION, "session_not_stopped", "session_archive_stop_failed", "session_daemon_managed"),

@@ -37,15 +37,23 @@ class Cli:
 class Tool:
     """The operation as a native tool of bound agents (interface.md, "Native tools for agents").
 
-    The caller's workspace fills the operation's workspace (a path parameter or a field); the
-    target session is `session_id`: required, defaulting to the caller ("caller"), or not taken ("").
+    The one declared mapping of a tool's arguments to the operation's request (parsed once, at the tool
+    server's edge: Operation.parse_tool): `fields` pass under their own names, `defaults` fill a field the
+    caller omits, the caller's workspace fills the operation's workspace (a path parameter or a field), the
+    target session is `session_id`: required, defaulting to the caller ("caller"), or not taken (""). What
+    `extra` declares is the tool's own options, never a field of the request.
     """
 
     name: str
     description: str
-    fields: tuple = ()              # the operation's body or query fields the tool takes
-    extra: dict = field(default_factory=dict)  # tool-only arguments (validate specs)
+    fields: tuple = ()              # the operation's body or query fields the tool takes, under their own names
+    extra: dict = field(default_factory=dict)  # tool-only arguments (validate specs): the tool's own options
     target: str = "required"
+    defaults: dict = field(default_factory=dict)  # an operation field's value when the tool's caller omits it
+
+    @cached_property
+    def options_type(self):
+        return parsing.options_type(self)
 
     def arguments(self, operation):
         """The validate spec of the tool's arguments."""
@@ -96,6 +104,11 @@ class Operation:
     def parse(self, path=None, body=None, query=None):
         """This operation's typed request (compozy/parsing.py): the one place its input is checked."""
         return parsing.parse(self, path, body, query)
+
+    def parse_tool(self, arguments, caller_id, workspace):
+        """A call of this operation's native tool as its typed request (parsing.ToolCall): the one check of
+        the tool's arguments, at the tool server's edge."""
+        return parsing.parse_tool(self, arguments, caller_id, workspace)
 
     def status_for(self, kind=None):
         """The HTTP status of a result of this kind (None: a plain document)."""

@@ -1,16 +1,17 @@
 """The native tools: the operation table's tool entries, listed with their JSON Schemas and called
 as the bound agent that calls them, with the documents and error bodies of the HTTP routes.
 
-Layer 6 (surface). A call is the operation itself: the caller's workspace fills the workspace (so a
-session of another workspace is session_not_found, as on a scoped route), the target defaults to
-the caller where the tool allows it, and the façade method the table names does the work. The
+Layer 6 (surface). A call is the operation itself: its arguments are parsed once, here, into the
+operation's request and the tool's own options (Operation.parse_tool), the caller's workspace fills the
+workspace (so a session of another workspace is session_not_found, as on a scoped route), the target
+defaults to the caller where the tool allows it, and the façade method the table names does the work
+on that request, parsing nothing again. The
 governed rules live here: no tool stops, prompts or archives its own caller (a stop names its caller,
 who may stop its own spawned children); every call is decided by the permission mode (reads as
 reads, anything else as an edit) before it runs. A caller has at most
 session.tools.max_concurrent_calls calls in flight; a prompt's `wait` ends when its caller's binding does.
 """
 
-import hashlib
 import json
 import logging
 
@@ -53,58 +54,31 @@ def result(document, error=False):
 
 def _call(manager, caller, operation, arguments):
     tool = operation.tool
-    fields = v.check_body(arguments, tool.arguments(operation), where=f"{tool.name} arguments")
-    target = _target(tool, caller, fields)
-    options = {name: fields.pop(name) for name in list(fields) if name in tool.extra}
-    legacy_stop = tool.name == "compozy__session_stop" and "wait" not in fields
-    if legacy_stop:
-        fields["wait"] = True  # the previous synchronous answer, with a deprecation note
-    if "idempotency_key" in fields and "message_id" in (operation.body or {}) and "message_id" not in tool.fields:
-        fields["message_id"] = _message_id(caller, fields["idempotency_key"])  # a prompt's, never a fork's cut
-    facade, keywords = getattr(manager, operation.facade), _keywords(operation, caller, target, fields)
-    if options.get("spawn") is not None:  # a governed child: the daemon's own path, never the public create
-        facade, keywords = manager.spawn_session, {"caller": caller, "body": fields, "spawn": options["spawn"]}
-    with manager.serving_tool_call(caller, f"{tool.name} {target or ''}".strip(), target or caller.workspace_id,
-                                   changes=operation.method != "GET"):
-        document = dict(facade(**keywords))
-        if options.get("notify_on_complete") and "prompt" in document:  # the wake comes when the turn ends
-            manager.observers["messaging"].watch(caller, target, document["prompt"]["turn_id"])
-        if options.get("wait") and "prompt" in document:
-            document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"],
-                                                     wanted=lambda: manager.still_bound(caller))
-    if legacy_stop:
-        document["deprecation"] = NATIVE_STOP_DEPRECATION
-    return document
-
-
-def _target(tool, caller, fields):
-    """The session the call aims at (None for tools that take none), after the governed refusals."""
-    target = fields.pop("session_id", caller.id) if tool.target else None
+    call = operation.parse_tool(arguments, caller.id, caller.workspace_id)  # the call's one parse
+    target = call.target
     if target == caller.id and tool.name in SELF_REFUSED:
         raise CompozyError("session_is_caller", f"{tool.name} cannot target the calling session itself",
                            session_id=target)
-    return target
+    facade, request, keywords = getattr(manager, operation.facade), (call.request,), _extras(operation, caller)
+    if call.options.get("spawn") is not None:  # a governed child: the daemon's own path, never the public create
+        facade, request, keywords = manager.spawn_session, (), {"caller": caller, "body": call.request,
+                                                                 "spawn": call.options["spawn"]}
+    with manager.serving_tool_call(caller, f"{tool.name} {target or ''}".strip(), target or caller.workspace_id,
+                                   changes=operation.method != "GET"):
+        document = dict(facade(*request, **keywords))
+        if call.options.get("notify_on_complete") and "prompt" in document:  # the wake comes when the turn ends
+            manager.observers["messaging"].watch(caller, target, document["prompt"]["turn_id"])
+        if call.options.get("wait") and "prompt" in document:
+            document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"],
+                                                     wanted=lambda: manager.still_bound(caller))
+    if tool.name == "compozy__session_stop" and "wait" in call.defaulted:
+        document["deprecation"] = NATIVE_STOP_DEPRECATION  # the previous synchronous answer, with a note
+    return document
 
 
-def _message_id(caller, idempotency_key):
-    """The message of a keyed tool prompt, derived from its caller and key: a retry is the same message."""
-    digest = hashlib.sha256(f"{caller.id}\n{idempotency_key}".encode()).hexdigest()[:32]
-    return f"tool-{digest}"
-
-
-def _keywords(operation, caller, target, fields):
-    """The façade call of the table's operation, scoped to the caller's workspace."""
+def _extras(operation, caller):
+    """What the façade takes beside the request: the caller's identity and the governed rules' caller."""
     keywords = {}
-    if "workspace" in operation.path_params:
-        keywords["workspace"] = caller.workspace_id
-    if "session_id" in operation.path_params:
-        keywords["session_id"] = target
-    if "workspace" in {**(operation.body or {}), **operation.query}:
-        fields["workspace"] = caller.workspace_id
-    if operation.body is not None:
-        keywords["body"] = fields
-    elif operation.query:
-        keywords["query"] = fields
     if api.SESSION_HEADER in operation.headers:
         keywords["identity"] = (caller.id, caller.secret)
     if operation.tool.name in PARENT_ONLY:
