@@ -532,6 +532,77 @@ def test_an_adopted_session_keeps_its_queued_input_and_its_held_request_is_orpha
         gamma.stop()
 
 
+def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_boot_settles_them(postgres, tmp_path):
+    """gamma is killed in the middle of a rewind (its cut made, its receipt still pending) and of two continues of
+    the session (one whose new session was written whole, one cut short while its folder was being made). alpha
+    adopts the session and settles them as gamma's own boot would have: the rewind finished, the whole continue
+    standing, the cut one withdrawn. Retries with the same keys on alpha answer what gamma answered."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret, shared_storage=["work"])
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+        session = create(gamma, workspace, name="rewound when killed")
+        run_turn_on(gamma, session, "first")
+        run_turn_on(gamma, session, "second")
+        said = [e for e in document(gamma, "GET", spath(session, "events"))[1]["events"] if e["type"] == "user_message"]
+        fences = document(gamma, "GET", f"/api/sessions/{session['id']}")[1]["session"]["fences"]
+        rewind = {"message_id": said[-1]["content"]["message_id"], "idempotency_key": "r1",
+                  "expected_epoch": fences["epoch"], "expected_generation": fences["generation"],
+                  "expected_max_sequence": fences["max_sequence"]}
+        status, rewound = document(gamma, "POST", spath(session, "rewind"), rewind)
+        assert status == 200 and rewound["rewind"]["draft_text"] == "second", rewound
+        proceed = {"agent_name": "general", "idempotency_key": "c1"}
+        status, continued = document(gamma, "POST", spath(session, "continue"), proceed)
+        assert status == 201, continued
+        child = continued["session"]
+        wait_for(lambda: fleet_row(alpha, session["id"]) and fleet_row(alpha, child["id"]),
+                 what="both sessions in the fleet list")
+        gamma.kill()
+        wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                 timeout=LAPSE + 10, what="gamma unreachable")
+        cut_short = "sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY"
+        (tmp_path / "gamma" / "sessions" / cut_short).mkdir()  # its folder begun, never written
+        with sqlite3.connect(tmp_path / "gamma" / "compozy.db") as catalog:  # as the kill left them
+            catalog.execute("UPDATE rewind_receipts SET state = 'pending' WHERE idempotency_key = 'r1'")
+            catalog.execute("UPDATE derivations SET state = 'creating', result = NULL WHERE idempotency_key = 'c1'")
+            catalog.execute("INSERT INTO derivations SELECT workspace_id, 'c2', fingerprint, kind, source_session_id, "
+                            "?, 'creating', NULL, created_at, updated_at FROM derivations WHERE idempotency_key = 'c1'",
+                            (cut_short,))
+
+        status, adopted = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        assert status == 200, adopted
+        moved = adopted["session"]
+        with sqlite3.connect(alpha.home / "compozy.db") as catalog:
+            receipts = catalog.execute("SELECT idempotency_key, state FROM rewind_receipts WHERE session_id = ?",
+                                       (session["id"],)).fetchall()
+            derivations = catalog.execute("SELECT idempotency_key, workspace_id, state, child_session_id "
+                                          "FROM derivations WHERE source_session_id = ?", (session["id"],)).fetchall()
+        assert receipts == [("r1", "completed")]
+        assert derivations == [("c1", moved["workspace_id"], "created", child["id"])]  # c2 withdrawn
+        # The rewind retried on alpha answers gamma's answer, replayed; its transcript stays cut.
+        status, again = document(alpha, "POST", spath(moved, "rewind"), rewind)
+        assert status == 200 and again["rewind"] == {**rewound["rewind"], "replayed": True}, again
+        assert [e["content"]["text"] for e in document(alpha, "GET", spath(moved, "events"))[1]["events"]
+                if e["type"] == "user_message"] == ["first"]
+        # The continue's new session is adopted in turn: the retry answers it, and creates nothing new.
+        status, taken = document(alpha, "POST", f"/api/sessions/{child['id']}/adopt")
+        assert status == 200, taken
+        status, replayed = document(alpha, "POST", spath(moved, "continue"), proceed)
+        assert status == 200 and replayed["replayed"] and replayed["session"]["id"] == child["id"], replayed
+        assert replayed["derivation"] == continued["derivation"]
+        # The continue cut short never stood: its key makes one now, on alpha.
+        status, made = document(alpha, "POST", spath(moved, "continue"), {**proceed, "idempotency_key": "c2"})
+        assert status == 201 and made["session"]["id"] != cut_short, made
+        full = fleet_page(alpha, limit=1000)
+        assert {s["id"] for s in full["sessions"]} == {session["id"], child["id"], made["session"]["id"]}
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
 @needs_browser
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 def test_the_pages_list_shows_the_fleet_with_a_node_column(fleet, chromium, viewport):
