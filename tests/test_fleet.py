@@ -603,6 +603,62 @@ def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_b
         gamma.stop()
 
 
+def test_an_adopted_session_s_checkpoints_come_along_and_its_cut_turn_gets_its_end_checkpoint(postgres, tmp_path):
+    """gamma is killed in the middle of a turn that changed a file. The shadow repository of the workspace lives in
+    gamma's home: alpha carries the session's checkpoints into its own, so they list, diff and restore on alpha,
+    and the turn the kill cut gets its end checkpoint there, as a boot's repair takes it."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret, shared_storage=["work"])
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+        session = create(gamma, workspace, name="cut mid-turn")
+        first = run_turn_on(gamma, session, "[put a.txt one] first")[0]["turn_id"]
+        status, admitted = document(gamma, "POST", spath(session, "prompt"),
+                                    {"message": "[put b.txt two] [hold g1] cut"})
+        assert status == 200, admitted
+        cut = admitted["prompt"]["turn_id"]
+        wait_for(lambda: [e for e in document(gamma, "GET", spath(session, "events"))[1]["events"]
+                          if e["turn_id"] == cut and e["type"] == "agent_message"
+                          and "holding g1" in e["content"]["text"]], what="the held turn")
+        taken = document(gamma, "GET", spath(session, "checkpoints"))[1]["checkpoints"]
+        assert [(c["turn_id"], c["kind"]) for c in taken] == [(first, "start"), (first, "end"), (cut, "start")]
+        wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+        gamma.kill()
+        wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                 timeout=LAPSE + 10, what="gamma unreachable")
+        (workspace / "c.txt").write_text("written while gamma was down\n")
+
+        status, adopted = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        assert status == 200, adopted
+        moved = adopted["session"]
+        listed = document(alpha, "GET", spath(moved, "checkpoints"))[1]["checkpoints"]
+        assert [c["checkpoint_id"] for c in listed[:3]] == [c["checkpoint_id"] for c in taken]
+        end = listed[3]  # the cut turn's end, taken by the adopter's repair: the folder as it is now
+        assert (end["turn_id"], end["kind"], end["status"], end["repaired"]) == (cut, "end", "taken", True), end
+        assert sorted(f["path"] for f in end["files"]) == ["b.txt", "c.txt"]
+        status, diff = document(alpha, "GET", spath(moved, "turns", first, "diff"))
+        assert status == 200, diff
+        assert [(f["path"], f["status"]) for f in diff["diff"]["files"]] == [("a.txt", "added")]
+        status, diff = document(alpha, "GET", spath(moved, "turns", cut, "diff"))
+        assert status == 200 and diff["diff"]["against"] == "end", diff
+        assert sorted(f["path"] for f in diff["diff"]["files"]) == ["b.txt", "c.txt"]
+        with sqlite3.connect(alpha.home / "compozy.db") as catalog:
+            (workspace_id,) = catalog.execute("SELECT id FROM workspaces WHERE name = 'work'").fetchone()
+        refs = alpha.home / "checkpoints" / workspace_id / "refs" / "compozy" / session["id"]
+        assert {p.name for p in refs.iterdir()} >= {c["checkpoint_id"] for c in taken}
+        # A restore on alpha puts the folder back to the start of the first turn.
+        status, restored = document(alpha, "POST", spath(moved, "checkpoints", taken[0]["checkpoint_id"], "restore"),
+                                    {})
+        assert status == 200, restored
+        assert sorted(p.name for p in workspace.iterdir()) == []
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
 @needs_browser
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 def test_the_pages_list_shows_the_fleet_with_a_node_column(fleet, chromium, viewport):

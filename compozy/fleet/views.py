@@ -177,12 +177,14 @@ class FleetViews:
         adoption.settle_in(found["folder"], staging, target)
         self.store.logs.forget(session_id)
         record = SessionRecord.from_dict(read_meta(self.home.meta_file(session_id)))
+        shadow = adoption.node_home(session_id, found).checkpoints_dir / record.workspace_id  # the old node's
         adoption.repoint(record, self._workspace_named(found["workspace"]), found["path"], token, self.fleet.node,
                          found["node"])
         self.store.save(record, touch=False)
         handover.write_session_rows(self.catalog, session_id, rows, record.workspace_id)
         self.catalog.set_orphaned(session_id, False)
-        repair.repair_adopted(self.store, record, self.services.processes)  # as a boot repairs its own sessions
+        self.services.checkpoints.carry(record, shadow)  # before the repair takes the cut turn's end checkpoint
+        repair.repair_adopted(self.store, record, self.services.processes, self.services.checkpoints)  # as a boot
         self._settle_derived(session_id, found)
         record = self.store.get(session_id)  # as the rewind it finished may have left it
         Reconciler(self.store).rebuild_ledger([session_id])  # its usage, from its events, as for a folder a boot finds
