@@ -5,7 +5,9 @@ started.
 One list across nodes (HTTP, CLI and the page), the nodes and their load, an operation on another node's
 session relayed to it (its answer byte for byte, a stream as it is written, a prompt, a rewind, a stop),
 placement, the fleet secret refused (and a second node of one name kept out), a node killed with SIGKILL
-flagged (list, nodes, inbox) and its session adopted from shared storage, a node partitioned away (SIGSTOP)
+flagged (list, nodes, inbox) and its session adopted from shared storage (its queued input, held request,
+interrupted rewind and continues settled as a boot settles them, its checkpoints carried and its cut turn's end
+checkpoint taken on the adopter), a node partitioned away (SIGSTOP)
 fenced when it comes back after an adoption, and an outage of PostgreSQL caught up.
 """
 

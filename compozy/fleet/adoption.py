@@ -1,9 +1,11 @@
 """Adopting a session whose node went away: its folder copied from shared storage with its control rows (its
-admissions, queued inputs and permission requests, read from that node's catalog beside the folder), the lease
-taken with a new fencing token, the folder moved into this node's home and pointed at this node's workspace of
-the same name.
+admissions, queued inputs, permission requests, rewind receipts and the derivations made from it, read from that
+node's catalog beside the folder), the lease taken with a new fencing token, the folder moved into this node's
+home and pointed at this node's workspace of the same name. That node's home also holds the shadow repository
+its checkpoints are in (node_home) and the sessions a continue or fork of it made there (meta_there).
 
-Layer 4. The façade (manager.adopt_session) runs the steps in order and the boot repair after them; the lease
+Layer 4. The façade (fleet.views.adopt_session) runs the steps in order, carries the session's checkpoints
+(session.turns.checkpoints) and runs the boot repair after them; the lease
 is PostgreSQL's (compozy.fleet.catalog.take_lease), taken only after the copy is whole, so a failed copy
 leaves the session where it was.
 """
