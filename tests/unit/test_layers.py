@@ -65,8 +65,8 @@ SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compoz
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.steps", "compozy.agents.settings", "compozy.agents.tools")
 FLEET_SURFACE = {("compozy.manager", "compozy.fleet.views"), ("compozy.http.app", "compozy.fleet.relay"), ("compozy.fleet.relay", "compozy.http.guards"),
-                 ("compozy.fleet.relay", "compozy.http.sse"),
-                 ("compozy.fleet.relay", "compozy.http.profiles")}  # the relayed answer streamed back, as ?profile= does
+                 ("compozy.fleet.relay", "compozy.http.profiles"),  # the relayed answer streamed back, as ?profile= does
+                 ("compozy.fleet.relay", "compozy.http.sse")}
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.text", "compozy.jsonrpc")
 CLI_LAZY = CLI_TOP_LEVEL + ("compozy.paths", "compozy.config", "compozy.location")
 CLI_NAMED_LAZY = {("compozy.cli.daemon", "compozy.daemon.process"), ("compozy.cli.agent", "compozy.agents.reference"),
