@@ -5,7 +5,9 @@ started.
 One list across nodes (HTTP, CLI and the page), the nodes and their load, an operation on another node's
 session relayed to it (its answer byte for byte, a stream as it is written, a prompt, a rewind, a stop),
 placement, the fleet secret refused (and a second node of one name kept out), a node killed with SIGKILL
-flagged (list, nodes, inbox) and its session adopted from shared storage, a node partitioned away (SIGSTOP)
+flagged (list, nodes, inbox) and its session adopted from shared storage (its queued input, held request,
+interrupted rewind and continues settled as a boot settles them, its checkpoints carried and its cut turn's end
+checkpoint taken on the adopter), a node partitioned away (SIGSTOP)
 fenced when it comes back after an adoption, and an outage of PostgreSQL caught up.
 """
 
@@ -527,6 +529,133 @@ def test_an_adopted_session_keeps_its_queued_input_and_its_held_request_is_orpha
                 if e["type"] == "user_message"]
         assert said == ["[permission edit] go", "back on alpha", "run me later"]
         assert document(alpha, "GET", spath(moved, "prompt", "queue"))[1]["entries"] == []
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
+def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_boot_settles_them(postgres, tmp_path):
+    """gamma is killed in the middle of a rewind (its cut made, its receipt still pending) and of two continues of
+    the session (one whose new session was written whole, one cut short while its folder was being made). alpha
+    adopts the session and settles them as gamma's own boot would have: the rewind finished, the whole continue
+    standing, the cut one withdrawn. Retries with the same keys on alpha answer what gamma answered."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret, shared_storage=["work"])
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+        session = create(gamma, workspace, name="rewound when killed")
+        run_turn_on(gamma, session, "first")
+        run_turn_on(gamma, session, "second")
+        said = [e for e in document(gamma, "GET", spath(session, "events"))[1]["events"] if e["type"] == "user_message"]
+        fences = document(gamma, "GET", f"/api/sessions/{session['id']}")[1]["session"]["fences"]
+        rewind = {"message_id": said[-1]["content"]["message_id"], "idempotency_key": "r1",
+                  "expected_epoch": fences["epoch"], "expected_generation": fences["generation"],
+                  "expected_max_sequence": fences["max_sequence"]}
+        status, rewound = document(gamma, "POST", spath(session, "rewind"), rewind)
+        assert status == 200 and rewound["rewind"]["draft_text"] == "second", rewound
+        proceed = {"agent_name": "general", "idempotency_key": "c1"}
+        status, continued = document(gamma, "POST", spath(session, "continue"), proceed)
+        assert status == 201, continued
+        child = continued["session"]
+        wait_for(lambda: fleet_row(alpha, session["id"]) and fleet_row(alpha, child["id"]),
+                 what="both sessions in the fleet list")
+        gamma.kill()
+        wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                 timeout=LAPSE + 10, what="gamma unreachable")
+        cut_short = "sess_01J9Z3K6Q4V8M2N5P7R9T1W3XY"
+        (tmp_path / "gamma" / "sessions" / cut_short).mkdir()  # its folder begun, never written
+        with sqlite3.connect(tmp_path / "gamma" / "compozy.db") as catalog:  # as the kill left them
+            catalog.execute("UPDATE rewind_receipts SET state = 'pending' WHERE idempotency_key = 'r1'")
+            catalog.execute("UPDATE derivations SET state = 'creating', result = NULL WHERE idempotency_key = 'c1'")
+            catalog.execute("INSERT INTO derivations SELECT workspace_id, 'c2', fingerprint, kind, source_session_id, "
+                            "?, 'creating', NULL, created_at, updated_at FROM derivations WHERE idempotency_key = 'c1'",
+                            (cut_short,))
+
+        status, adopted = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        assert status == 200, adopted
+        moved = adopted["session"]
+        with sqlite3.connect(alpha.home / "compozy.db") as catalog:
+            receipts = catalog.execute("SELECT idempotency_key, state FROM rewind_receipts WHERE session_id = ?",
+                                       (session["id"],)).fetchall()
+            derivations = catalog.execute("SELECT idempotency_key, workspace_id, state, child_session_id "
+                                          "FROM derivations WHERE source_session_id = ?", (session["id"],)).fetchall()
+        assert receipts == [("r1", "completed")]
+        assert derivations == [("c1", moved["workspace_id"], "created", child["id"])]  # c2 withdrawn
+        # The rewind retried on alpha answers gamma's answer, replayed; its transcript stays cut.
+        status, again = document(alpha, "POST", spath(moved, "rewind"), rewind)
+        assert status == 200 and again["rewind"] == {**rewound["rewind"], "replayed": True}, again
+        assert [e["content"]["text"] for e in document(alpha, "GET", spath(moved, "events"))[1]["events"]
+                if e["type"] == "user_message"] == ["first"]
+        # The continue's new session is adopted in turn: the retry answers it, and creates nothing new.
+        status, taken = document(alpha, "POST", f"/api/sessions/{child['id']}/adopt")
+        assert status == 200, taken
+        status, replayed = document(alpha, "POST", spath(moved, "continue"), proceed)
+        assert status == 200 and replayed["replayed"] and replayed["session"]["id"] == child["id"], replayed
+        assert replayed["derivation"] == continued["derivation"]
+        # The continue cut short never stood: its key makes one now, on alpha.
+        status, made = document(alpha, "POST", spath(moved, "continue"), {**proceed, "idempotency_key": "c2"})
+        assert status == 201 and made["session"]["id"] != cut_short, made
+        full = fleet_page(alpha, limit=1000)
+        assert {s["id"] for s in full["sessions"]} == {session["id"], child["id"], made["session"]["id"]}
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
+def test_an_adopted_session_s_checkpoints_come_along_and_its_cut_turn_gets_its_end_checkpoint(postgres, tmp_path):
+    """gamma is killed in the middle of a turn that changed a file. The shadow repository of the workspace lives in
+    gamma's home: alpha carries the session's checkpoints into its own, so they list, diff and restore on alpha,
+    and the turn the kill cut gets its end checkpoint there, as a boot's repair takes it."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret, shared_storage=["work"])
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+        session = create(gamma, workspace, name="cut mid-turn")
+        first = run_turn_on(gamma, session, "[put a.txt one] first")[0]["turn_id"]
+        status, admitted = document(gamma, "POST", spath(session, "prompt"),
+                                    {"message": "[put b.txt two] [hold g1] cut"})
+        assert status == 200, admitted
+        cut = admitted["prompt"]["turn_id"]
+        wait_for(lambda: [e for e in document(gamma, "GET", spath(session, "events"))[1]["events"]
+                          if e["turn_id"] == cut and e["type"] == "agent_message"
+                          and "holding g1" in e["content"]["text"]], what="the held turn")
+        taken = document(gamma, "GET", spath(session, "checkpoints"))[1]["checkpoints"]
+        assert [(c["turn_id"], c["kind"]) for c in taken] == [(first, "start"), (first, "end"), (cut, "start")]
+        wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+        gamma.kill()
+        wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                 timeout=LAPSE + 10, what="gamma unreachable")
+        (workspace / "c.txt").write_text("written while gamma was down\n")
+
+        status, adopted = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        assert status == 200, adopted
+        moved = adopted["session"]
+        listed = document(alpha, "GET", spath(moved, "checkpoints"))[1]["checkpoints"]
+        assert [c["checkpoint_id"] for c in listed[:3]] == [c["checkpoint_id"] for c in taken]
+        end = listed[3]  # the cut turn's end, taken by the adopter's repair: the folder as it is now
+        assert (end["turn_id"], end["kind"], end["status"], end["repaired"]) == (cut, "end", "taken", True), end
+        assert sorted(f["path"] for f in end["files"]) == ["b.txt", "c.txt"]
+        status, diff = document(alpha, "GET", spath(moved, "turns", first, "diff"))
+        assert status == 200, diff
+        assert [(f["path"], f["status"]) for f in diff["diff"]["files"]] == [("a.txt", "added")]
+        status, diff = document(alpha, "GET", spath(moved, "turns", cut, "diff"))
+        assert status == 200 and diff["diff"]["against"] == "end", diff
+        assert sorted(f["path"] for f in diff["diff"]["files"]) == ["b.txt", "c.txt"]
+        with sqlite3.connect(alpha.home / "compozy.db") as catalog:
+            (workspace_id,) = catalog.execute("SELECT id FROM workspaces WHERE name = 'work'").fetchone()
+        refs = alpha.home / "checkpoints" / workspace_id / "refs" / "compozy" / session["id"]
+        assert {p.name for p in refs.iterdir()} >= {c["checkpoint_id"] for c in taken}
+        # A restore on alpha puts the folder back to the start of the first turn.
+        status, restored = document(alpha, "POST", spath(moved, "checkpoints", taken[0]["checkpoint_id"], "restore"),
+                                    {})
+        assert status == 200, restored
+        assert sorted(p.name for p in workspace.iterdir()) == []
     finally:
         alpha.stop()
         gamma.stop()

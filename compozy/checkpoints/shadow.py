@@ -286,6 +286,15 @@ class ShadowRepo:
             handle.write(tree + "\n")
         os.replace(aside, folder / checkpoint_id)
 
+    def fetch(self, source, session_id):
+        """One session's references, and every object they reach, fetched from another shadow repository (its
+        old node's, for a session adopted from it); {refname: tree} of that session's references here now."""
+        with self.lock:
+            self.ensure()
+            self.git("fetch", "-q", "--no-tags", "--no-write-fetch-head", str(source),
+                     f"+{REF_ROOT}/{session_id}/*:{REF_ROOT}/{session_id}/*", timeout=max(self.timeout, 300.0))
+        return self.refs(session_id)
+
     def has(self, tree):
         """Whether the tree is still in the repository (gc may have pruned it)."""
         try:

@@ -1,9 +1,11 @@
 """Adopting a session whose node went away: its folder copied from shared storage with its control rows (its
-admissions, queued inputs and permission requests, read from that node's catalog beside the folder), the lease
-taken with a new fencing token, the folder moved into this node's home and pointed at this node's workspace of
-the same name.
+admissions, queued inputs, permission requests, rewind receipts and the derivations made from it, read from that
+node's catalog beside the folder), the lease taken with a new fencing token, the folder moved into this node's
+home and pointed at this node's workspace of the same name. That node's home also holds the shadow repository
+its checkpoints are in (node_home) and the sessions a continue or fork of it made there (meta_there).
 
-Layer 4. The façade (manager.adopt_session) runs the steps in order and the boot repair after them; the lease
+Layer 4. The façade (fleet.views.adopt_session) runs the steps in order, carries the session's checkpoints
+(session.turns.checkpoints) and runs the boot repair after them; the lease
 is PostgreSQL's (compozy.fleet.catalog.take_lease), taken only after the copy is whole, so a failed copy
 leaves the session where it was.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 from compozy.errors import CompozyError
 from compozy.fleet.catalog import FleetDown
 from compozy.paths import Home
+from compozy.store.meta import MetaError, read_meta
 from compozy.store.handover import Unreadable, read_session_rows
 
 log = logging.getLogger("compozy.fleet")
@@ -77,15 +80,31 @@ def copy_in(source, staging):
     shutil.copytree(source, staging, symlinks=True)
 
 
-def control_rows(session_id, found):
-    """The session's rows in its node's catalog (compozy.store.handover): that node's home is the folder's home
-    (docs/fleet.md: a shared workspace's node keeps its home on the shared storage); refused when it cannot be
-    read, so nothing acknowledged there is dropped."""
+def node_home(session_id, found):
+    """The home of the session's node: its folder's home (a shared workspace's node keeps it on the shared
+    storage); refused when the folder is not in a home's sessions folder."""
     folder = Path(found["folder"])
     home = Home(folder.parent.parent)
     if home.session_dir(session_id) != folder:
         raise refuse(session_id, "catalog_unreachable", f"the session's folder {folder} is not in a compozy home's "
                      f"sessions folder, so its node's catalog cannot be found", node=found["node"])
+    return home
+
+
+def meta_there(home, session_id):
+    """The meta.json document of a session in the old node's home (a continue or fork of the adopted session made
+    there), None when it was not written whole."""
+    try:
+        return read_meta(home.meta_file(session_id))
+    except MetaError:
+        return None
+
+
+def control_rows(session_id, found):
+    """The session's rows in its node's catalog (compozy.store.handover): that node's home is the folder's home
+    (docs/fleet.md: a shared workspace's node keeps its home on the shared storage); refused when it cannot be
+    read, so nothing acknowledged there is dropped."""
+    home = node_home(session_id, found)
     try:
         return read_session_rows(home.catalog_file, session_id)
     except Unreadable as exc:

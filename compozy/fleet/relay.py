@@ -17,13 +17,14 @@ import logging
 import threading
 from urllib.parse import quote, urlsplit
 
-from flask import Response, current_app, request
+from flask import current_app, request
 
 from compozy.clock import SYSTEM
 from compozy.errors import CompozyError
 from compozy.fleet.catalog import FleetDown
 from compozy.api import OPS
 from compozy.http.guards import json_body, query_args
+from compozy.http.profiles import passthrough
 from compozy.http.sse import EXTENSION, wants_stream
 from compozy.ids import validate_id
 
@@ -34,7 +35,6 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
               "proxy-authorization", "cookie", "set-cookie", "content-length", "origin", "sec-fetch-site",
               NODE_HEADER.lower(), SECRET_HEADER.lower()}
 CONNECT_SECONDS = 3.0
-CHUNK = 64 * 1024
 PEERS_FRESH_SECONDS = 5.0
 OWNER_FRESH_SECONDS = 1.0
 OWNERS_KEPT = 4096
@@ -220,8 +220,7 @@ def _forward(fleet, node, address, body):
     except OSError as exc:
         connection.close()
         raise unreachable(node, f"{address} refused: {exc.strerror or exc}") from None
-    kept = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP]
-    return Response(_body(connection, answer), status=answer.status, headers=kept, direct_passthrough=True)
+    return passthrough(connection, answer, HOP_BY_HOP)
 
 
 def _path():
@@ -232,13 +231,3 @@ def _path():
     query = request.query_string.decode("latin-1")
     return quote(request.path) + ("?" + query if query else "")
 
-
-def _body(connection, answer):
-    try:
-        while True:
-            data = answer.read1(CHUNK)
-            if not data:
-                return
-            yield data
-    finally:
-        connection.close()

@@ -20,6 +20,7 @@ from compozy.fleet import adoption
 from compozy.fleet.catalog import FleetCatalog, FleetDown
 from compozy.fleet.mirror import FleetMirror
 from compozy.ids import validate_id
+from compozy.session.derive import derivation, rewind
 from compozy.session.lifecycle import repair
 from compozy.session.lifecycle.boot import Reconciler
 from compozy.session.lifecycle.inbox import DISMISS
@@ -176,12 +177,16 @@ class FleetViews:
         adoption.settle_in(found["folder"], staging, target)
         self.store.logs.forget(session_id)
         record = SessionRecord.from_dict(read_meta(self.home.meta_file(session_id)))
+        shadow = adoption.node_home(session_id, found).checkpoints_dir / record.workspace_id  # the old node's
         adoption.repoint(record, self._workspace_named(found["workspace"]), found["path"], token, self.fleet.node,
                          found["node"])
         self.store.save(record, touch=False)
-        handover.write_session_rows(self.catalog, session_id, rows)
+        handover.write_session_rows(self.catalog, session_id, rows, record.workspace_id)
         self.catalog.set_orphaned(session_id, False)
-        repair.repair_adopted(self.store, record, self.services.processes)  # as a boot repairs its own sessions
+        self.services.checkpoints.carry(record, shadow)  # before the repair takes the cut turn's end checkpoint
+        repair.repair_adopted(self.store, record, self.services.processes, self.services.checkpoints)  # as a boot
+        self._settle_derived(session_id, found)
+        record = self.store.get(session_id)  # as the rewind it finished may have left it
         Reconciler(self.store).rebuild_ledger([session_id])  # its usage, from its events, as for a folder a boot finds
         self.services.inbox.adopted(record)
         log.warning("adopted session %s from node %s (lease token %s)", session_id, found["node"], token)
@@ -189,6 +194,19 @@ class FleetViews:
         self.fleet.mark(session_id)
         return {"session": self._resource(record, precise=True),
                 "adoption": {"from_node": found["node"], "lease_token": token}}
+
+    def _settle_derived(self, session_id, found):
+        """Its rewinds and derivations an unclean exit interrupted, settled as a boot settles its own: a pending
+        rewind finished from its receipt; a continue or fork caught mid-creation stands when its new session was
+        written whole (here, or in the old node's home, where it stays until adopted itself), else is withdrawn."""
+        home = adoption.node_home(session_id, found)
+
+        def elsewhere(child_id):
+            document = adoption.meta_there(home, child_id)
+            return SessionRecord.from_dict(document) if document is not None else None
+
+        rewind.finish_interrupted(self.store, only=session_id)
+        derivation.settle_interrupted(self.store, only=session_id, elsewhere=elsewhere)
 
     def _workspace_named(self, name):
         return self.catalog.workspace_by(name=name)

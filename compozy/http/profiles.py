@@ -39,7 +39,14 @@ def relay(home_root):
         connection.close()
         raise CompozyError("daemon_unavailable", f"profile {name!r} has no running daemon; start it with "
                            f"`compozy --profile {name} daemon start`", profile=name) from None
-    headers = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP]
+    return passthrough(connection, answer, HOP_BY_HOP)
+
+
+def passthrough(connection, answer, dropped):
+    """The relayed answer as it is: its status, its headers but those named in dropped (lower case), its body
+    streamed as it arrives (never buffered); the connection closed when the body ends or the client goes. The
+    profile relay's and the fleet's (compozy.fleet.relay)."""
+    headers = [(k, v) for k, v in answer.getheaders() if k.lower() not in dropped]
     return Response(_body(connection, answer), status=answer.status, headers=headers, direct_passthrough=True)
 
 

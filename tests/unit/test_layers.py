@@ -18,7 +18,8 @@ Machine type its tables are), jsonrpc (the one JSON-RPC framing) imports text,
 threads (the daemon's threads) imports clock.
 The fleet's modules sit in the layers of what they touch: fleet.settings 0, fleet.catalog 2 (peewee, PostgreSQL),
 fleet.mirror and fleet.adoption 4, fleet.views 5 (the façade's fleet half, a SessionManager mixin: manager imports it),
-fleet.relay 6 (flask; http.app imports it, it imports http.guards and http.sse).
+fleet.relay 6 (flask; http.app imports it, it imports http.guards, http.sse and http.profiles: the answer streamed back as
+`?profile=` streams it).
 Layer 6: http.* imports http.* siblings and mcp.* (the app serves the tool server); mcp.* imports mcp.*
 siblings; daemon.* imports daemon.* siblings and http.* (it builds the app);
 cli.* imports only api and operation (the operation table), errors, ids, text, jsonrpc and other cli modules at module level, and paths,
@@ -65,6 +66,7 @@ SESSION_ORDER = ("compozy.session.records", "compozy.session.lifecycle", "compoz
 AGENT_MODULES = ("compozy.agents.reference", "compozy.agents.directives", "compozy.agents.sessions",
                  "compozy.agents.turn", "compozy.agents.steps", "compozy.agents.settings", "compozy.agents.tools")
 FLEET_SURFACE = {("compozy.manager", "compozy.fleet.views"), ("compozy.http.app", "compozy.fleet.relay"), ("compozy.fleet.relay", "compozy.http.guards"),
+                 ("compozy.fleet.relay", "compozy.http.profiles"),  # the relayed answer streamed back, as ?profile= does
                  ("compozy.fleet.relay", "compozy.http.sse")}
 CLI_TOP_LEVEL = ("compozy", "compozy.errors", "compozy.ids", "compozy.api", "compozy.operation", "compozy.text",
                  "compozy.jsonrpc")
@@ -206,6 +208,7 @@ def violations(module, path):
             pass  # the app serves the native tool server
         elif (module, target) in FLEET_SURFACE:
             pass  # the façade's fleet half; the app relays to the fleet's nodes, the relay reads a body as the app does
+            # and streams the owner's answer back as the profile relay does
         elif module == "compozy.__main__" and target == "compozy.cli.main":
             pass  # `python -m compozy` is the CLI
         elif theirs == own:

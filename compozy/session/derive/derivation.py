@@ -274,12 +274,16 @@ def move(derived: Derived, workspace_id: str, key: str, new: DerivationState, re
         raise AssertionError(f"derivation {workspace_id}/{key} is no longer {old}")
 
 
-def settle_interrupted(store: SessionStore) -> list[str]:
+def settle_interrupted(store: SessionStore, only: str | None = None, elsewhere=None) -> list[str]:
     """Boot: a derivation an unclean exit caught mid-creation stands when its session was written
-    whole; otherwise its leftovers go and a retry runs again."""
+    whole; otherwise its leftovers go and a retry runs again. only: the derivations of one source session (an
+    adopted session's, docs/fleet.md), else every one (a boot); elsewhere(session_id): the new session's record
+    where it was made when it is not here (an adopted source's node's home), else None."""
     derived, settled = store.catalog.derived, []
     for row in derived.derivations_in_state(DerivationState.CREATING.value):
-        record = store.get(row.child_session_id)
+        if only is not None and row.source_session_id != only:
+            continue
+        record = store.get(row.child_session_id) or (elsewhere and elsewhere(row.child_session_id))
         if record is not None and record.derivation:
             move(derived, row.workspace_id, row.idempotency_key, DerivationState.CREATED, repair=True,
                  result=record.derivation)

@@ -166,10 +166,13 @@ def move(receipts: Derived, session_id: str, key: str, old: RewindState, new: Re
         raise AssertionError(f"rewind receipt {session_id}/{key} is no longer {old}")
 
 
-def finish_interrupted(store: SessionStore) -> list[str]:
-    """Boot: a rewind an unclean exit interrupted is completed from its receipt; returns the session IDs."""
+def finish_interrupted(store: SessionStore, only: str | None = None) -> list[str]:
+    """Boot: a rewind an unclean exit interrupted is completed from its receipt; returns the session IDs. only:
+    one session's receipts (an adopted session's, docs/fleet.md), else every session's (a boot)."""
     receipts, finished = store.catalog.derived, []
     for receipt in receipts.rewinds_in_state(RewindState.PENDING.value):
+        if only is not None and receipt.session_id != only:
+            continue
         record = store.get(receipt.session_id)
         if record is not None:
             apply(store.events(record), record, receipt.result, store.catalog.ledger)

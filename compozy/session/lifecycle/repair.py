@@ -87,15 +87,15 @@ def settle_stale(store, record, processes):
     return True
 
 
-def repair_adopted(store, record, processes=proc.LINUX):
+def repair_adopted(store, record, processes=proc.LINUX, checkpoints=None):
     """The boot repair of one session whose node went away, for the node that adopted it (docs/fleet.md): its
     stale live state settled as a boot settles it, its carried control rows settled as a boot settles its own
     (queued inputs stay queued, pending permission requests are orphaned), then its interrupted transcript
-    repaired."""
+    repaired (with the cut turn's end checkpoint, as at a boot: checkpoints, the Checkpointer)."""
     settle_stale(store, record, processes)
     settle_control_rows(store, record.id)
     if record.state == SessionState.STOPPED and record.stop_reason in REPAIRABLE_REASONS:
-        if repair(store, record)["applied"]:
+        if repair(store, record, checkpoints=checkpoints)["applied"]:
             log.warning("repaired the interrupted transcript of adopted session %s by appending", record.id)
 
 

@@ -114,6 +114,26 @@ class Checkpointer:
         job.done.wait()
         return job.event
 
+    def carry(self, record, source):
+        """An adopted session's checkpoints brought to this node (docs/fleet.md): its references, and the trees
+        and files they reach, fetched from source (the shadow repository of its workspace in its old node's
+        home) into this node's, on the workspace's worker as a checkpoint is. How many references it has here
+        now; None when they could not be carried (logged: its checkpoints stay listed, unusable here)."""
+        job = Job(None, "carry", None, work=lambda: self._carry(record, source))
+        self._enqueue(record.workspace_id, job)
+        job.done.wait()
+        return job.event
+
+    def _carry(self, record, source):
+        if not (source / "HEAD").is_file():
+            return 0  # the old node never took a checkpoint in that workspace
+        try:
+            return len(self.repo(record).fetch(source, record.id))
+        except (ShadowError, OSError) as error:
+            log.warning("session %s: its checkpoints were not carried from %s: %s", record.id, source,
+                        getattr(error, "message", error))
+            return None
+
     def settle(self, workspace_id, within=None):
         """Wait until the workspace's queued checkpoints are taken (a diff asked right after `done`)."""
         worker = self._workers.get(workspace_id)
