@@ -214,7 +214,7 @@ def test_another_user_is_refused_on_the_socket_and_unauthorized_over_tcp(home):
         assert seen["secret"] == "denied"
         assert daemon.client().call("GET", "/api/sessions")[0] == 200  # the owner still gets in
         log = (home / "logs" / "compozy.log").read_text()
-        assert f"refused a connection on the socket from pid" in log and f"uid {NOBODY}" in log
+        assert "refused a connection on the socket from pid" in log and f"uid {NOBODY}" in log
     finally:
         daemon.stop()
         socket_path.unlink(missing_ok=True)

@@ -244,12 +244,6 @@ def test_allow_remote_without_token_refused(home):
     assert not (home / "daemon.json").exists()
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_the_listening_address_comes_from_config_toml_and_the_flag_wins(home):
     home.mkdir(parents=True, exist_ok=True)
     configured, flagged = free_port(), free_port()
@@ -279,7 +273,7 @@ def test_a_port_in_use_says_which_flag_or_key_changes_it(home):
         result = run_cli(home, "daemon", "run", "--http", f"127.0.0.1:{port}")
         assert result.returncode == 1 and "Address already in use" in result.stderr
         assert "the address came from --http" in result.stderr
-        assert f'--http HOST:PORT or `[daemon] http = "HOST:PORT"` in config.toml' in result.stderr
+        assert '--http HOST:PORT or `[daemon] http = "HOST:PORT"` in config.toml' in result.stderr
         (home / "config.toml").write_text(f'[daemon]\nhttp = "127.0.0.1:{port}"\n')
         result = run_cli(home, "daemon", "run")
         assert result.returncode == 1

@@ -14,7 +14,6 @@ import pytest
 from compozy.session.records.workspaces import protected_homes
 from tests.harness.api import wait_for
 from tests.harness.cli import run_cli
-from tests.harness.daemon import DaemonProcess
 
 VALID = '[permissions]\nmode = "deny-all"\n'
 

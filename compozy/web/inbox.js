@@ -5,6 +5,7 @@
 import { $, el, replace, follow, ago, sessionHref } from "./dom.js";
 import { address, call } from "./api.js";
 import { words } from "./words.js";
+import { contentOf, formFields } from "./forms.js";
 
 export class Inbox {
   constructor({ alert }) {
@@ -80,27 +81,4 @@ export class Inbox {
       replace(status, error.body?.error || error.message);
     }
   }
-}
-
-// An action that takes content (a question's free form) has a field per property of the form it names: text,
-// a number, or a checkbox; its button sends their values as the answer's content.
-function formFields(schema) {
-  const properties = schema?.properties && typeof schema.properties === "object" ? schema.properties : {};
-  return Object.entries(properties).map(([name, spec]) => {
-    const type = spec?.type === "boolean" ? "checkbox"
-      : spec?.type === "number" || spec?.type === "integer" ? "number" : "text";
-    const input = el("input", { type, name, "aria-label": spec?.title || name, placeholder: spec?.title || name });
-    if (spec?.default !== undefined) {
-      if (type === "checkbox") input.checked = Boolean(spec.default);
-      else input.value = String(spec.default);
-    }
-    return input;
-  });
-}
-
-// An empty field is left out (the daemon then names a required one missing).
-function contentOf(fields) {
-  return Object.fromEntries(fields.filter((input) => input.type === "checkbox" || input.value !== "")
-    .map((input) => [input.name, input.type === "checkbox" ? input.checked
-      : input.type === "number" ? Number(input.value) : input.value]));
 }

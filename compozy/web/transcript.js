@@ -5,6 +5,7 @@
 import { el, replace, clock, took, secondsBetween } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { failureCard } from "./failure.js";
+import { contentOf, formFields } from "./forms.js";
 import { stoppedText, systemText, turnEndText, words } from "./words.js";
 
 const QUIET_TYPES = new Set(["runtime_progress", "usage"]);
@@ -113,18 +114,13 @@ export class Transcript {
     const offered = (Array.isArray(options) ? options : []).filter((o) => o && typeof o.option_id === "string");
     if (!offered.length) return el("span", { class: "options" }, "No options offered");
     const question = event.content.action === "question";
-    const properties = event.content.question?.schema?.properties || {};
-    const fields = Object.entries(properties).map(([name, spec]) => el("input", {
-      type: spec?.type === "number" || spec?.type === "integer" ? "number" : "text", name,
-      "aria-label": spec?.title || name, placeholder: spec?.title || name }));
-    const contentOf = () => Object.fromEntries(fields.map((input) => [input.name,
-      input.type === "number" ? Number(input.value) : input.value]));
+    const fields = formFields(event.content.question?.schema);
     return el("span", { class: "options", role: "group", "aria-label": question ? "Answer options" : "Permission options" },
       offered.map((option) => {
         const form = question && option.option_id === "accept" && option.kind === "accept";
         const button = el("button", {
           type: "button", class: String(option.kind || "").split("_")[0],
-          onclick: () => this.approve(event.content.request_id, option.option_id, form ? contentOf() : undefined),
+          onclick: () => this.approve(event.content.request_id, option.option_id, form ? contentOf(fields) : undefined),
         }, option.name || option.option_id);
         return form ? [...fields, button] : button;
       }));
