@@ -12,8 +12,8 @@ façade method. What an entry is made of (its types, shared error groups and ans
 
 from compozy import validate as v
 from compozy.operation import (ADMISSION, BINDING, COPY_SPELLING, DERIVABLE, DERIVE_ANSWERS, ENTRY_ERRORS,
-                               FIRST_PROMPT, FLEET, IDENTITY, PROMPT_ANSWERS, RESTORING, SESSION, STOP_ANSWERS, Cli,
-                               Operation, Success, Tool)
+                               FIRST_PROMPT, FLEET, IDENTITY, OTHERS, OTHERS_AND_CHILDREN, PROMPT_ANSWERS, RESTORING,
+                               SESSION, STOP_ANSWERS, Cli, Operation, Success, Tool)
 
 S = "/api/workspaces/<workspace>/sessions/<session_id>"
 ENTRY = S + "/prompt/queue/<entry>"
@@ -78,7 +78,8 @@ OPERATIONS: tuple[Operation, ...] = (
                                             ("parent_session_id", "--parent"), ("lineage_kind", "--lineage-kind"),
                                             ("type", "--type"), ("node", "--node"))),
               tool=Tool("compozy__session_create", "Create a session in your workspace, linked to you as its "
-                        "parent (provenance)", ("agent_name", "name"), v.TOOL_CREATE_FIELDS, target="")),
+                        "parent (provenance)", ("agent_name", "name"), v.TOOL_CREATE_FIELDS, target="",
+                        creates_session=True)),
     Operation("GET", "/api/sessions", "session.list", "list_sessions", "List sessions, newest first",
               (Success(200, "SessionPage"),), ("invalid_request", "workspace_not_found", *FLEET), query=v.LIST_QUERY,
               cli=Cli("session list", flags=_flags(*v.LIST_QUERY)),
@@ -124,7 +125,7 @@ OPERATIONS: tuple[Operation, ...] = (
                                             "override_budget")),
               tool=Tool("compozy__session_prompt", "Prompt another session of your workspace; with wait, the "
                         "result holds the answer's text and how the turn ended", ("message", "mode", "idempotency_key"),
-                        v.TOOL_PROMPT_FIELDS)),
+                        v.TOOL_PROMPT_FIELDS, targets=OTHERS)),
     Operation("POST", S + "/prompt/cancel", "session.cancel", "cancel_turn", "Cancel the current turn",
               (Success(200, "CancelAnswer"),), (*SESSION, "prompt_not_in_progress"), body=v.CANCEL_FIELDS,
               cli=_session_cli("session cancel")),
@@ -163,14 +164,15 @@ OPERATIONS: tuple[Operation, ...] = (
               STOP_ANSWERS, (*SESSION, "session_daemon_managed"), body=v.STOP_FIELDS,
               cli=_session_cli("session stop", flags=_flags("wait")),
               tool=Tool("compozy__session_stop", "Stop another session of your workspace (never yourself)",
-                        ("wait",), defaults={"wait": True})),
+                        ("wait",), defaults={"wait": True}, targets=OTHERS_AND_CHILDREN,
+                        deprecated_defaults={"wait": "send wait true or false"})),
     Operation("POST", S + "/archive", "session.archive", "archive_session",
               "Archive a stopped session (stop=true stops first)", (Success(200, "SessionAnswer"),),
               (*SESSION, "session_not_stopped", "session_archive_stop_failed", "session_daemon_managed"),
               query=v.ARCHIVE_QUERY,
               cli=_session_cli("session archive", flags=_flags("stop")),
               tool=Tool("compozy__session_archive", "Archive a stopped session of your workspace (stop: stop it "
-                        "first)", ("stop",))),
+                        "first)", ("stop",), targets=OTHERS_AND_CHILDREN)),
     Operation("POST", S + "/unarchive", "session.unarchive", "unarchive_session",
               "Return an archived session to the catalog", (Success(200, "SessionAnswer"),), SESSION,
               cli=_session_cli("session unarchive")),
@@ -217,7 +219,7 @@ OPERATIONS: tuple[Operation, ...] = (
                                                      "files", *v.FENCE_NAMES))),
               tool=Tool("compozy__session_continue", "Continue a session of your workspace with another agent, in "
                         "a new session that carries its conversation (the source is not changed)",
-                        ("agent_name", "message", "idempotency_key"))),
+                        ("agent_name", "message", "idempotency_key"), creates_session=True)),
     Operation("POST", S + "/fork", "session.fork", "fork_session",
               "Fork into a new session of the same agent and runtime, whole or through a user message and its turn; "
               "files: copy (or workspace: copy) gives it a new folder next to the source's holding the files of that "
@@ -230,7 +232,7 @@ OPERATIONS: tuple[Operation, ...] = (
                                                             "files", *v.FENCE_NAMES)),
               tool=Tool("compozy__session_fork", "Fork a session of your workspace into a new session of the same "
                         "agent, whole or through a user message and its turn", ("message_id", "idempotency_key",
-                                                                                  "name"))),
+                                                                                  "name"), creates_session=True)),
     Operation("GET", S + "/derive/preview", "session.derive.preview", "derive_preview",
               "What a continue or fork would carry right now, and the fences it was measured at (reads only)",
               (Success(200, "DerivePreviewAnswer"),), (*SESSION, "message_not_found"), query=v.PREVIEW_QUERY,

@@ -33,6 +33,10 @@ class Cli:
     selector: str = ""              # where operations share a command: the bare flag that picks this one
 
 
+ANY, OTHERS, OTHERS_AND_CHILDREN = "any", "others", "others and children"  # whom a native tool may aim at
+TARGETS = (ANY, OTHERS, OTHERS_AND_CHILDREN)
+
+
 @dataclass(frozen=True)
 class Tool:
     """The operation as a native tool of bound agents (interface.md, "Native tools for agents").
@@ -42,6 +46,15 @@ class Tool:
     caller omits, the caller's workspace fills the operation's workspace (a path parameter or a field), the
     target session is `session_id`: required, defaulting to the caller ("caller"), or not taken (""). What
     `extra` declares is the tool's own options, never a field of the request.
+
+    The governed rules of the call are declared here too, and the tool server reads them from the entry
+    alone (it names no tool): whom the call may aim at (`targets`: any session of the caller's workspace;
+    OTHERS, never the caller itself, session_is_caller; OTHERS_AND_CHILDREN, never the caller, and the
+    caller's own spawned children, which only their parent's agent may use the tool on: the façade is told
+    the caller, `caller_id`), whether it creates a session for the caller (`creates_session`: held to the
+    limits on what agents create, the façade told its creator, by the identity the operation reads or as
+    `creator`), and which defaults are deprecated (`deprecated_defaults`: {field: advice}, noted in the
+    answer as `deprecation` when the caller leaves the field out).
     """
 
     name: str
@@ -50,6 +63,24 @@ class Tool:
     extra: dict = field(default_factory=dict)  # tool-only arguments (validate specs): the tool's own options
     target: str = "required"
     defaults: dict = field(default_factory=dict)  # an operation field's value when the tool's caller omits it
+    targets: str = ANY              # whom it may aim at: ANY, OTHERS or OTHERS_AND_CHILDREN
+    creates_session: bool = False   # it creates a session for its caller (the agents' creation limits)
+    deprecated_defaults: dict = field(default_factory=dict)  # {a field of `defaults`: the advice in its note}
+
+    def __post_init__(self):
+        if self.targets not in TARGETS:
+            raise ValueError(f"{self.name}: targets must be one of {TARGETS}")
+        if self.targets != ANY and self.target != "required":
+            raise ValueError(f"{self.name}: a tool that never aims at its caller must require session_id")
+        if not set(self.deprecated_defaults) <= set(self.defaults):
+            raise ValueError(f"{self.name}: only a default can be deprecated")
+
+    def deprecation(self, defaulted):
+        """The note an answer carries when the call left out a field whose default is deprecated (None: none)."""
+        for name in defaulted:
+            if name in self.deprecated_defaults:
+                return f"{self.name} without an explicit {name} is deprecated; {self.deprecated_defaults[name]}"
+        return None
 
     @cached_property
     def options_type(self):

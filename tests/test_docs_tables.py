@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from compozy.api import OPERATIONS
+from compozy.operation import OTHERS, OTHERS_AND_CHILDREN
 from compozy.states import MACHINES
 from tests.unit.test_layers import MODULE_IDS, layer_of
 
@@ -30,19 +31,28 @@ def table(text, header):
 
 
 def tool_rows():
-    return {NAME.findall(tool)[0]: (operation, arguments)
-            for tool, operation, arguments in table(TOOLS, "| tool | operation | arguments |")}
+    return {NAME.findall(tool)[0]: (operation, arguments, rules)
+            for tool, operation, arguments, rules in table(TOOLS, "| tool | operation | arguments | rules |")}
+
+
+def tool_rules(tool):
+    """The rules column as the entry's governed rules (Tool.targets, creates_session, deprecated_defaults)."""
+    rules = {OTHERS: ["never the caller"], OTHERS_AND_CHILDREN: ["never the caller", "its own spawned children"]}.get(
+        tool.targets, [])
+    rules += ["creates a session"] if tool.creates_session else []
+    return rules + [f"`{name}` omitted is deprecated" for name in tool.deprecated_defaults]
 
 
 def test_the_tools_table_is_the_operation_tables_tools():
     rows = tool_rows()
     tools = {operation.tool.name: operation for operation in OPERATIONS if operation.tool}
     assert set(rows) == set(tools)
-    for name, (spelled, arguments) in rows.items():
+    for name, (spelled, arguments, rules) in rows.items():
         operation = tools[name]
         assert spelled == f"`{operation.method} {operation.rule.replace(S, 'S')}`", name
         written = {re.sub(r"\W", "", argument.split("(")[0]) for argument in arguments.split(", ")}
         assert written == set(operation.tool.arguments(operation)), name
+        assert [rule for rule in rules.split("; ") if rule] == tool_rules(operation.tool), name
 
 
 def documented_modules():

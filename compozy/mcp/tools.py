@@ -5,10 +5,11 @@ Layer 6 (surface). A call is the operation itself: its arguments are parsed once
 operation's request and the tool's own options (Operation.parse_tool), the caller's workspace fills the
 workspace (so a session of another workspace is session_not_found, as on a scoped route), the target
 defaults to the caller where the tool allows it, and the façade method the table names does the work
-on that request, parsing nothing again. The
-governed rules live here: no tool stops, prompts or archives its own caller (a stop names its caller,
-who may stop its own spawned children); every call is decided by the permission mode (reads as
-reads, anything else as an edit) before it runs. A caller has at most
+on that request, parsing nothing again. The governed rules are the entry's (Tool.targets,
+creates_session, deprecated_defaults), applied here without naming any tool: a tool that aims at others
+never targets its caller (session_is_caller), one that may also reach the caller's own spawned children
+tells the façade its caller, one that creates a session tells it its creator. Every call is decided by
+the permission mode (reads as reads, anything else as an edit) before it runs. A caller has at most
 session.tools.max_concurrent_calls calls in flight; a prompt's `wait` ends when its caller's binding does.
 """
 
@@ -18,13 +19,9 @@ import logging
 from compozy import api
 from compozy import validate as v
 from compozy.errors import CompozyError, error_body
+from compozy.operation import ANY, OTHERS_AND_CHILDREN
 
 log = logging.getLogger("compozy.mcp")
-
-SELF_REFUSED = ("compozy__session_prompt", "compozy__session_stop", "compozy__session_archive")
-PARENT_ONLY = ("compozy__session_stop", "compozy__session_archive")
-DERIVING = ("compozy__session_continue", "compozy__session_fork")
-NATIVE_STOP_DEPRECATION = "compozy__session_stop without an explicit wait is deprecated; send wait true or false"
 
 
 def listing():
@@ -56,7 +53,7 @@ def _call(manager, caller, operation, arguments):
     tool = operation.tool
     call = operation.parse_tool(arguments, caller.id, caller.workspace_id)  # the call's one parse
     target = call.target
-    if target == caller.id and tool.name in SELF_REFUSED:
+    if target == caller.id and tool.targets != ANY:
         raise CompozyError("session_is_caller", f"{tool.name} cannot target the calling session itself",
                            session_id=target)
     facade, request, keywords = getattr(manager, operation.facade), (call.request,), _extras(operation, caller)
@@ -71,8 +68,9 @@ def _call(manager, caller, operation, arguments):
         if call.options.get("wait") and "prompt" in document:
             document["answer"] = manager.turn_answer(target, caller.workspace_id, document["prompt"]["turn_id"],
                                                      wanted=lambda: manager.still_bound(caller))
-    if tool.name == "compozy__session_stop" and "wait" in call.defaulted:
-        document["deprecation"] = NATIVE_STOP_DEPRECATION  # the previous synchronous answer, with a note
+    deprecation = tool.deprecation(call.defaulted)
+    if deprecation:
+        document["deprecation"] = deprecation  # the previous answer (a stop's synchronous outcome), with a note
     return document
 
 
@@ -80,9 +78,9 @@ def _extras(operation, caller):
     """What the façade takes beside the request: the caller's identity and the governed rules' caller."""
     keywords = {}
     if api.SESSION_HEADER in operation.headers:
-        keywords["identity"] = (caller.id, caller.secret)
-    if operation.tool.name in PARENT_ONLY:
+        keywords["identity"] = (caller.id, caller.secret)  # a create's: the caller is its parent and creator
+    if operation.tool.targets == OTHERS_AND_CHILDREN:
         keywords["caller_id"] = caller.id  # a parent's agent may stop (or archive --stop) its own spawned children
-    if operation.tool.name in DERIVING:
+    if operation.tool.creates_session and "identity" not in keywords:
         keywords["creator"] = caller.session.record  # held to the limits on what agents create
     return keywords

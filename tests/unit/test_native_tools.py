@@ -1,16 +1,21 @@
 """The native tool server's pure parts: what each agent is offered, the MCP messages, the tool schemas."""
 
+import inspect
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from compozy.acp.client import mcp_servers
 from compozy.api import SECRET_ENV, TOOLS
+from compozy.manager import SessionManager
 from compozy.mcp import server, tools
+from compozy.operation import ANY, OTHERS, OTHERS_AND_CHILDREN, TARGETS, Tool
 from compozy.session.turns.identity import Identities, ToolEndpoints
 
 SECRET = "s3cr3t-value"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def offer(http_url="http://127.0.0.1:4242"):
@@ -110,3 +115,53 @@ def test_a_result_carries_the_document_as_structured_content_and_as_the_same_jso
     assert result["structuredContent"] == document and result["isError"] is False
     assert json.loads(result["content"][0]["text"]) == document
     assert tools.result({"code": "x"}, error=True)["isError"] is True
+
+
+TOOL_SERVER = [*sorted((ROOT / "compozy" / "mcp").glob("*.py")), ROOT / "compozy" / "http" / "tool_server.py"]
+
+
+@pytest.mark.parametrize("path", TOOL_SERVER, ids=lambda path: path.name)
+def test_the_tool_server_names_no_tool_its_rules_are_the_entries(path):
+    """A new tool is its table entry alone: the tool server keeps no list of tool names (the governed rules
+    are Tool.targets, creates_session and deprecated_defaults)."""
+    source = path.read_text(encoding="utf-8")
+    assert [name for name in TOOLS if name in source or name.removeprefix("compozy__") in source] == []
+    assert "compozy__" not in source
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_every_tool_declares_the_rules_its_facade_method_takes(name):
+    """The façade learns the caller only where the entry declares why: `caller_id` for a tool that may
+    reach the caller's own spawned children, a creator (`creator`, or the identity the operation reads)
+    for one that creates a session; a tool that may aim at its caller is one that defaults to it or
+    derives from it."""
+    operation = TOOLS[name]
+    tool = operation.tool
+    taken = set(inspect.signature(getattr(SessionManager, operation.facade)).parameters)
+    assert tool.targets in TARGETS
+    assert ("caller_id" in taken) == (tool.targets == OTHERS_AND_CHILDREN)
+    assert bool(taken & {"creator", "identity"}) == tool.creates_session
+    assert "spawn" not in tool.extra or tool.creates_session
+    assert set(tool.deprecated_defaults) <= set(tool.defaults)
+
+
+def test_the_governed_rules_as_declared():
+    declared = {name: (operation.tool.targets, operation.tool.creates_session) for name, operation in TOOLS.items()}
+    assert {name for name, (targets, _) in declared.items() if targets != ANY} == {
+        "compozy__session_prompt", "compozy__session_stop", "compozy__session_archive"}
+    assert {name for name, (targets, _) in declared.items() if targets == OTHERS_AND_CHILDREN} == {
+        "compozy__session_stop", "compozy__session_archive"}
+    assert {name for name, (_, creates) in declared.items() if creates} == {
+        "compozy__session_create", "compozy__session_continue", "compozy__session_fork"}
+    assert TOOLS["compozy__session_stop"].tool.deprecation(("wait",)) == (
+        "compozy__session_stop without an explicit wait is deprecated; send wait true or false")
+    assert TOOLS["compozy__session_stop"].tool.deprecation(()) is None
+
+
+def test_an_entry_with_contradictory_rules_is_refused():
+    with pytest.raises(ValueError):
+        Tool("compozy__x", "x", targets="nobody")
+    with pytest.raises(ValueError):
+        Tool("compozy__x", "x", target="caller", targets=OTHERS)  # defaults to the caller yet refuses it
+    with pytest.raises(ValueError):
+        Tool("compozy__x", "x", deprecated_defaults={"wait": "send wait"})  # no such default
