@@ -11,6 +11,7 @@ checkpoint taken on the adopter), a node partitioned away (SIGSTOP)
 fenced when it comes back after an adoption, and an outage of PostgreSQL caught up.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -331,6 +332,23 @@ def test_a_new_session_is_placed_where_there_is_room_or_where_asked(fleet):
 # -- failures -------------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def gamma_and_alpha_sharing_work(postgres, tmp_path, gamma_config=""):
+    """alpha and gamma in a new fleet, gamma holding the workspace `work` on shared storage, alpha knowing it by
+    the same name (so alpha can adopt gamma's sessions of it); both stopped at the end."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret, gamma_config, shared_storage=["work"])
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+        yield alpha, gamma, workspace
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
 def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(postgres, tmp_path):
     database, secret = postgres.new_database(), secret_file(tmp_path)
     alpha = start_node(tmp_path, database, "alpha", secret)
@@ -463,14 +481,8 @@ def test_an_adopted_session_keeps_its_queued_input_and_its_held_request_is_orpha
     is killed with SIGKILL. alpha adopts the session: the queued input is there, runs on alpha after the next
     prompt's turn, exactly once (a retry of it answers the same entry); the held request is orphaned, as a boot
     orphans its own after a crash."""
-    database, secret = postgres.new_database(), secret_file(tmp_path)
-    alpha = start_node(tmp_path, database, "alpha", secret)
-    gamma = start_node(tmp_path, database, "gamma", secret, '[permissions]\nmode = "approve-reads"\n',
-                       shared_storage=["work"])
-    workspace = tmp_path / "work"
-    workspace.mkdir()
-    try:
-        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+    approve_reads = '[permissions]\nmode = "approve-reads"\n'
+    with gamma_and_alpha_sharing_work(postgres, tmp_path, approve_reads) as (alpha, gamma, workspace):
         session = create(gamma, workspace, name="busy when killed")
         status, admitted = document(gamma, "POST", spath(session, "prompt"), {"message": "[permission edit] go"})
         assert status == 200, admitted
@@ -529,9 +541,6 @@ def test_an_adopted_session_keeps_its_queued_input_and_its_held_request_is_orpha
                 if e["type"] == "user_message"]
         assert said == ["[permission edit] go", "back on alpha", "run me later"]
         assert document(alpha, "GET", spath(moved, "prompt", "queue"))[1]["entries"] == []
-    finally:
-        alpha.stop()
-        gamma.stop()
 
 
 def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_boot_settles_them(postgres, tmp_path):
@@ -539,13 +548,7 @@ def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_b
     the session (one whose new session was written whole, one cut short while its folder was being made). alpha
     adopts the session and settles them as gamma's own boot would have: the rewind finished, the whole continue
     standing, the cut one withdrawn. Retries with the same keys on alpha answer what gamma answered."""
-    database, secret = postgres.new_database(), secret_file(tmp_path)
-    alpha = start_node(tmp_path, database, "alpha", secret)
-    gamma = start_node(tmp_path, database, "gamma", secret, shared_storage=["work"])
-    workspace = tmp_path / "work"
-    workspace.mkdir()
-    try:
-        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+    with gamma_and_alpha_sharing_work(postgres, tmp_path) as (alpha, gamma, workspace):
         session = create(gamma, workspace, name="rewound when killed")
         run_turn_on(gamma, session, "first")
         run_turn_on(gamma, session, "second")
@@ -600,22 +603,13 @@ def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_b
         assert status == 201 and made["session"]["id"] != cut_short, made
         full = fleet_page(alpha, limit=1000)
         assert {s["id"] for s in full["sessions"]} == {session["id"], child["id"], made["session"]["id"]}
-    finally:
-        alpha.stop()
-        gamma.stop()
 
 
 def test_an_adopted_session_s_checkpoints_come_along_and_its_cut_turn_gets_its_end_checkpoint(postgres, tmp_path):
     """gamma is killed in the middle of a turn that changed a file. The shadow repository of the workspace lives in
     gamma's home: alpha carries the session's checkpoints into its own, so they list, diff and restore on alpha,
     and the turn the kill cut gets its end checkpoint there, as a boot's repair takes it."""
-    database, secret = postgres.new_database(), secret_file(tmp_path)
-    alpha = start_node(tmp_path, database, "alpha", secret)
-    gamma = start_node(tmp_path, database, "gamma", secret, shared_storage=["work"])
-    workspace = tmp_path / "work"
-    workspace.mkdir()
-    try:
-        assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
+    with gamma_and_alpha_sharing_work(postgres, tmp_path) as (alpha, gamma, workspace):
         session = create(gamma, workspace, name="cut mid-turn")
         first = run_turn_on(gamma, session, "[put a.txt one] first")[0]["turn_id"]
         status, admitted = document(gamma, "POST", spath(session, "prompt"),
@@ -656,9 +650,6 @@ def test_an_adopted_session_s_checkpoints_come_along_and_its_cut_turn_gets_its_e
                                     {})
         assert status == 200, restored
         assert sorted(p.name for p in workspace.iterdir()) == []
-    finally:
-        alpha.stop()
-        gamma.stop()
 
 
 @needs_browser

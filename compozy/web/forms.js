@@ -18,6 +18,12 @@ export function formFields(schema) {
   });
 }
 
+// What the page shows of the fields: each with its title beside it (a default fills the field and hides the
+// placeholder, so the title cannot live there alone).
+export function formControls(fields) {
+  return fields.map((input) => el("label", { class: "form-field" }, input.getAttribute("aria-label"), input));
+}
+
 // An empty field is left out (the daemon then names a required one missing).
 export function contentOf(fields) {
   return Object.fromEntries(fields.filter((input) => input.type === "checkbox" || input.value !== "")

@@ -5,7 +5,7 @@
 import { $, el, replace, follow, ago, sessionHref } from "./dom.js";
 import { address, call } from "./api.js";
 import { words } from "./words.js";
-import { contentOf, formFields } from "./forms.js";
+import { contentOf, formControls, formFields } from "./forms.js";
 
 export class Inbox {
   constructor({ alert }) {
@@ -60,7 +60,7 @@ export class Inbox {
         type: "button", class: action.kind?.startsWith("reject") || action.id === "stop" ? "danger" : null,
         "data-action": action.id, onclick: () => this.answer(item, action, status, fields && contentOf(fields)),
       }, action.label || action.id);
-      return fields ? [...fields, button] : button;
+      return fields ? [...formControls(fields), button] : button;
     });
     return el("li", { class: `inbox-item kind-${item.kind}`, "data-item": item.id, "data-kind": item.kind },
       el("div", { class: "item-head" }, el("span", { class: "badge" }, words(item.kind)), " ",

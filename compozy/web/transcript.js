@@ -5,7 +5,7 @@
 import { el, replace, clock, took, secondsBetween } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { failureCard } from "./failure.js";
-import { contentOf, formFields } from "./forms.js";
+import { contentOf, formControls, formFields } from "./forms.js";
 import { stoppedText, systemText, turnEndText, words } from "./words.js";
 
 const QUIET_TYPES = new Set(["runtime_progress", "usage"]);
@@ -122,7 +122,7 @@ export class Transcript {
           type: "button", class: String(option.kind || "").split("_")[0],
           onclick: () => this.approve(event.content.request_id, option.option_id, form ? contentOf(fields) : undefined),
         }, option.name || option.option_id);
-        return form ? [...fields, button] : button;
+        return form ? [...formControls(fields), button] : button;
       }));
   }
 }

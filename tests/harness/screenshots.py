@@ -3,8 +3,8 @@
 A throwaway daemon and the reference agent produce a real transcript (a finished turn with a
 thought, a plan, a tool call, Markdown and its usage; then a turn waiting for a permission, with a prompt
 queued behind it), and headless Chromium takes the list view (two sessions selected), the session view, the
-continue dialog, the usage view (its 30-day chart with its scale and day labels) and the session view at a
-phone's width.
+continue dialog, the usage view (its 30-day chart with its scale and day labels), the inbox (that permission and
+an agent's question with a form of several fields) and the session view at a phone's width.
 """
 
 import sys
@@ -44,6 +44,9 @@ def populate(client, root):
     time.sleep(0.5)
     prompt(client, main, "[write parser.py split] Now apply step 1")
     prompt(client, main, "then run the test suite", mode="queue")
+    release = new("docs-site", "Cut the release")
+    prompt(client, release, "[ask-form version:string=0.2.0,build:integer=1,publish:boolean=true "
+                            "Which release should I cut?] go")
     return main
 
 
@@ -61,7 +64,7 @@ def main(target):
                 chromium = browser.launch(playwright)
                 page = chromium.new_page(viewport={"width": 1280, "height": 400})
                 page.goto(daemon.page_url("/"))
-                expect(page.locator("#session-rows tr")).to_have_count(3)
+                expect(page.locator("#session-rows tr")).to_have_count(4)
                 for name in ("Proofread the install guide", "Draft the changelog"):
                     page.get_by_role("checkbox", name=f"Select {name}").check()
                 page.screenshot(path=str(Path(target) / "web-list.png"))
@@ -82,6 +85,10 @@ def main(target):
                 page.get_by_role("link", name="Usage").click()
                 expect(page.locator("#usage-chart text.day-label").first).to_be_visible()
                 page.screenshot(path=str(Path(target) / "web-usage.png"))
+                page.set_viewport_size({"width": 1280, "height": 480})
+                page.get_by_role("link", name="Inbox").click()
+                expect(page.locator("input[name=version]")).to_be_visible()
+                page.screenshot(path=str(Path(target) / "web-inbox.png"))
                 page.goto(f"{daemon.http_url}/sessions/{session['id']}")
                 page.set_viewport_size({"width": 390, "height": 844})
                 expect(page.get_by_role("group", name="Permission options")).to_be_visible()
