@@ -14,50 +14,8 @@ import selectors
 import signal
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
 
-
-@dataclass(frozen=True)
-class ProcStat:
-    pid: int
-    state: str
-    ppid: int
-    pgrp: int
-    session: int
-    start_time: int
-
-
-@dataclass(frozen=True)
-class ProcessIdentity:
-    pid: int
-    start_time: int
-    boot_id: str
-    pgid: int
-    sid: int
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d) -> ProcessIdentity | None:
-        try:
-            boot = d["boot_id"]
-            if isinstance(boot, str) and boot:
-                return cls(int(d["pid"]), int(d["start_time"]), boot, int(d["pgid"]), int(d["sid"]))
-        except (TypeError, KeyError, ValueError):
-            pass
-        return None
-
-
-@dataclass
-class KillReport:
-    verified: bool = False
-    escalated: bool = False
-    phase: str = "unverified"
-    signals: list[tuple[str, str, float]] = field(default_factory=list)
-    survivors: list[ProcessIdentity] = field(default_factory=list)
-    exit_code: int | None = None
-    signal: int | None = None
+from compozy.process_records import KillReport, ProcessIdentity, ProcStat  # noqa: F401 (imported from here too)
 
 
 @functools.cache
@@ -136,25 +94,37 @@ def start_group(argv, cwd=None, env=None, stderr=subprocess.PIPE, bufsize=0) -> 
 
 def run_captured(argv, timeout, clock=time.monotonic, **options) -> subprocess.CompletedProcess:
     """subprocess.run(argv, capture_output=True, timeout=timeout) without its polling wait (sleeps of 1, 2, 4 ms...
-    once the pipes close: ~1 ms a call): the exit is read from a pidfd beside the pipes; on timeout, killed."""
-    deadline, out = clock() + timeout, dict[object, list[bytes]]()
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options) as child, \
-            selectors.DefaultSelector() as selector:
-        pidfd = os.pidfd_open(child.pid)
+    once the pipes close: ~1 ms a call): the exit is read from a pidfd beside the pipes; on timeout, killed.
+    Where there are no pidfds (Linux before 5.3, an older seccomp profile) it is subprocess's own wait."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options) as child:
         try:
+            output = _read_until_exit(child, timeout, clock)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            raise
+        return subprocess.CompletedProcess(argv, child.wait(), *output)
+
+
+def _read_until_exit(child, timeout, clock) -> tuple[bytes, bytes]:
+    try:
+        pidfd = os.pidfd_open(child.pid)
+    except (OSError, AttributeError):
+        return child.communicate(timeout=timeout)
+    deadline, out = clock() + timeout, dict[object, list[bytes]]()
+    try:
+        with selectors.DefaultSelector() as selector:
             for source in (pidfd, child.stdout, child.stderr):  # the pipes are there: PIPE asked for them
-                selector.register(source, selectors.EVENT_READ, out.setdefault(source, []))  # type: ignore[arg-type]
+                selector.register(source, selectors.EVENT_READ, out.setdefault(source, []))
             while selector.get_map():
                 if clock() >= deadline:
-                    child.kill()
-                    raise subprocess.TimeoutExpired(argv, timeout)
+                    raise subprocess.TimeoutExpired(child.args, timeout)
                 for key, _ in selector.select(deadline - clock()):
                     key.data.append(chunk := b"" if key.fileobj == pidfd else os.read(key.fd, 1 << 16))
                     if not chunk:  # a pipe closed, or the child exited
                         selector.unregister(key.fileobj)
-        finally:
-            os.close(pidfd)
-        return subprocess.CompletedProcess(argv, child.wait(), b"".join(out[child.stdout]), b"".join(out[child.stderr]))
+    finally:
+        os.close(pidfd)
+    return b"".join(out[child.stdout]), b"".join(out[child.stderr])
 
 
 def kill_group(leader_pid: int) -> bool:

@@ -8,6 +8,9 @@ it, and compaction must leave the same events in both layouts.
 
 import sqlite3
 from contextlib import closing
+from unittest.mock import ANY
+
+import pytest
 
 from compozy.store.compaction import compact
 from tests.harness.api import events, run_turn, spath, wait_for
@@ -113,11 +116,21 @@ def test_a_store_in_the_old_layout_answers_the_same_and_keeps_working(home, daem
     rewrite_in_layout_1(path)
     assert layout_of(path) == "table" and rows_of(path) == packed_rows
 
+    bare = path.with_name("bare.db")  # a packed store whose append-only trigger was dropped by hand
+    with closing(sqlite3.connect(copies["packed"])) as source, closing(sqlite3.connect(bare)) as target:
+        source.backup(target)
+        target.execute("DROP TRIGGER events_append_only")
+
     # Compaction leaves the same events whichever layout it folds.
     folded = [compact(str(copy), "".join) for copy in copies.values()]
     assert folded[0]["folded_runs"] == folded[1]["folded_runs"] > 0
     assert rows_of(copies["packed"]) == rows_of(copies["table"]) and len(rows_of(copies["table"])) < len(packed_rows)
     assert [layout_of(copy) for copy in copies.values()] == ["view", "table"]
+    # ... also one without its trigger, which it puts back: the events stay append-only
+    assert compact(str(bare), "".join) == {**folded[0], "bytes_before": ANY, "bytes_after": ANY}
+    assert rows_of(bare) == rows_of(copies["packed"])
+    with closing(sqlite3.connect(bare)) as db, pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        db.execute("DELETE FROM event_rows")
 
     daemon.start()
     api = daemon.client(timeout=30)

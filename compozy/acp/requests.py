@@ -119,9 +119,18 @@ def _question(client, listener, request):
     if params.get("mode", "form") != "form" or not isinstance(schema, dict):
         return client.process.respond_error(request.id, protocol.INVALID_PARAMS, "only form elicitation (mode form "
                                             "with a requestedSchema) is offered")
-    message = str(params.get("message") or "")[:MAX_QUESTION_CHARS]
+    message, schema = str(params.get("message") or "")[:MAX_QUESTION_CHARS], form_schema(schema)
     listener.question(client, QuestionAsk(message, schema, question_options(schema)),
                       QuestionReply(client.process, request.id, schema))
+
+
+def form_schema(schema):
+    """The agent's form with what is not a form left out (a field whose spec is no object, a required name that is
+    no field), so that what answers it (the daemon, the page, attach) reads it without guarding every step."""
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    fields = {str(name): spec for name, spec in properties.items() if isinstance(spec, dict)}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    return {**schema, "properties": fields, "required": [name for name in required if name in fields]}
 
 
 def one_choice(schema):

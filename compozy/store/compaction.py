@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 
+from compozy.store.eventschema import PACKED_TRIGGERS, TABLE_TRIGGERS
 
 CHUNK_TYPES = ("agent_message", "thought")
 APPEND_ONLY = "events_append_only"
@@ -65,10 +66,11 @@ def compact(path, fold):
         deleted = sum(len(run) - 1 for run in runs)
         if runs:
             db.execute("BEGIN IMMEDIATE")
-            trigger, table = db.execute("SELECT sql, tbl_name FROM sqlite_master WHERE type = 'trigger' AND name = ?",
-                                        (APPEND_ONLY,)).fetchone()
-            packed = table != "events"
-            db.execute(f"DROP TRIGGER {APPEND_ONLY}")
+            # the rows live in `events` (layout 1) or under the `events` view (packed); the trigger is put back
+            # as the schema has it, also where it was missing
+            packed = db.execute("SELECT type FROM sqlite_master WHERE name = 'events'").fetchone()[0] == "view"
+            table, trigger = ("event_rows", PACKED_TRIGGERS[0]) if packed else ("events", TABLE_TRIGGERS[0])
+            db.execute(f"DROP TRIGGER IF EXISTS {APPEND_ONLY}")
             for run in runs:
                 first = json.loads(run[0][4])
                 content = json.dumps({**first, "text": fold([json.loads(row[4]).get("text", "") for row in run]),

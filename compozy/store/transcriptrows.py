@@ -16,7 +16,7 @@ TRANSCRIPT_SQL = ("SELECT sequence, turn_id, type, "
                   "CASE type WHEN 'agent_message' THEN NULL ELSE timestamp END, "
                   "CASE type WHEN 'agent_message' THEN NULL ELSE content END "
                   # a scan in sequence order (`+type`): the type index would cost a sort of most of the table
-                  "FROM events NOT INDEXED WHERE archived = 0 AND type IN ('user_message', 'agent_message', "
+                  "FROM events WHERE archived = 0 AND +type IN ('user_message', 'agent_message', "
                   "'tool_result', 'done', 'error') AND sequence <= ? ORDER BY sequence")
 
 

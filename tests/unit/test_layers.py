@@ -42,7 +42,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "compozy"
 
 LAYER_OF = {
     "compozy": 0, "compozy.errors": 0, "compozy.states": 0, "compozy.ids": 0, "compozy.clock": 0, "compozy.machine": 0, "compozy.jsonrpc": 0,
-    "compozy.location": 0, "compozy.text": 0, "compozy.launch_aliases": 0, "compozy.config_problems": 0,
+    "compozy.location": 0, "compozy.text": 0, "compozy.process_records": 0, "compozy.launch_aliases": 0, "compozy.config_problems": 0,
     "compozy.config": 1, "compozy.config_settings": 1, "compozy.config_entries": 0, "compozy.paths": 1, "compozy.validate": 1, "compozy.redact": 1,
     "compozy.parsing": 1,
     "compozy.store": 2, "compozy.acp.protocol": 2, "compozy.acp.translate": 2, "compozy.serialize": 2,

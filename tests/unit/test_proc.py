@@ -358,7 +358,18 @@ def test_leader_in_our_own_group_is_never_group_signalled(spawn):
     assert sibling.poll() is None
 
 
-def test_run_captured_answers_as_subprocess_run_does(tmp_path):
+@pytest.fixture(params=["pidfd", "no pidfd"])
+def pidfds(request, monkeypatch):
+    """run_captured reads a child's exit from a pidfd; where there are none (Linux before 5.3, an older seccomp
+    profile) it must answer the same through subprocess's own wait."""
+    if request.param == "no pidfd":
+        def refused(pid):
+            raise OSError(38, "Function not implemented")
+        monkeypatch.setattr(proc.os, "pidfd_open", refused)
+    return request.param
+
+
+def test_run_captured_answers_as_subprocess_run_does(tmp_path, pidfds):
     given = tmp_path / "given"
     given.write_bytes(b"x" * 300_000)  # more than a pipe holds: read while the child writes
     with open(given, "rb") as stdin:
@@ -366,7 +377,7 @@ def test_run_captured_answers_as_subprocess_run_does(tmp_path):
     assert (done.returncode, len(done.stdout), done.stderr) == (3, 300_000, b"said\n")
 
 
-def test_run_captured_kills_a_child_over_its_timeout(tmp_path):
+def test_run_captured_kills_a_child_over_its_timeout(tmp_path, pidfds):
     started = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
         proc.run_captured(["sleep", "30"], 0.2, start_new_session=True)

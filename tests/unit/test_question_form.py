@@ -41,3 +41,26 @@ def test_a_free_form_is_told_apart_from_a_choice():
     assert takes_form(free) and not takes_form(choice) and not takes_form({**free, "action": "edit"})
     assert question_prompt(choice) == "\n[question] What name?: 1) Yes  2) Decline  (type a number or a name)"
     assert "answer each field below" in question_prompt(free)
+
+
+def test_an_agents_malformed_form_is_kept_to_what_is_a_form_before_anyone_answers_it():
+    from compozy.acp.requests import form_schema
+    odd = {"type": "object", "properties": {"a": "string", "b": {"type": "integer"}, "c": None},
+           "required": ["a", "b", 7]}
+    assert form_schema(odd) == {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}
+    assert form_schema({"properties": ["x"], "required": "x"}) == {"properties": {}, "required": []}
+
+
+def test_an_answer_to_a_form_with_a_field_that_is_no_object_is_refused_not_a_failure():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from compozy.errors import CompozyError
+    from compozy.session.turns.permissions import answered
+    pending = SimpleNamespace(kind="question", reply=SimpleNamespace(schema={"properties": {"a": "string"}}))
+    accept = {"option_id": "accept", "kind": "accept"}
+    assert answered(pending, accept, {"a": "x"})["content"] == {"a": "x"}
+    with pytest.raises(CompozyError) as refused:
+        answered(pending, accept, {"z": "x"})
+    assert refused.value.code == "invalid_request"

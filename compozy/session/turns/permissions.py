@@ -227,9 +227,10 @@ def answered(pending, option, content):
     schema = pending.reply.schema if hasattr(pending.reply, "schema") else {}
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     missing = [name for name in schema.get("required") or [] if name not in content]
-    wrong = [name for name, value in content.items() if name not in properties or not isinstance(
-        value, ANSWER_TYPES.get((properties[name] or {}).get("type"), (str, int, float, bool)))
-        or (isinstance(value, bool) and (properties[name] or {}).get("type") in ("number", "integer"))]
+    kinds = {name: spec.get("type") if isinstance(spec, dict) else None for name, spec in properties.items()}
+    wrong = [name for name, value in content.items() if name not in kinds or not isinstance(
+        value, ANSWER_TYPES.get(kinds[name], (str, int, float, bool)))
+        or (isinstance(value, bool) and kinds[name] in ("number", "integer"))]
     if missing or wrong:
         raise invalid(f"the answer does not fit the form: missing {missing}, not of the form {wrong}",
                       field="content", missing=missing, unexpected=wrong)
