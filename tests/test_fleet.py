@@ -11,6 +11,7 @@ checkpoint taken on the adopter), a node partitioned away (SIGSTOP)
 fenced when it comes back after an adoption, and an outage of PostgreSQL caught up.
 """
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -541,6 +542,45 @@ def test_an_adopted_session_keeps_its_queued_input_and_its_held_request_is_orpha
                 if e["type"] == "user_message"]
         assert said == ["[permission edit] go", "back on alpha", "run me later"]
         assert document(alpha, "GET", spath(moved, "prompt", "queue"))[1]["entries"] == []
+
+
+def test_an_adoption_cut_short_is_resumed_and_concurrent_ones_are_one(postgres, tmp_path):
+    """An adoption that fails after it took the lease (here its folder cannot be put in place) leaves the old
+    node's folder and its queued input where they were; a retry resumes it rather than refusing it as this
+    node's already. Adoptions asked at once (a CLI retry) are one: one answers the session, the others 409."""
+    with gamma_and_alpha_sharing_work(postgres, tmp_path) as (alpha, gamma, workspace):
+        session = create(gamma, workspace, name="moved twice over")
+        queued_prompt = {"message": "wait for me", "mode": "queue", "message_id": "mq", "idempotency_key": "kq"}
+        assert document(gamma, "POST", spath(session, "prompt"), {"message": "[sleep 30] long"})[0] == 200
+        status, queued = document(gamma, "POST", spath(session, "prompt"), queued_prompt)
+        assert status == 202, queued
+        wait_for(lambda: (r := fleet_row(alpha, session["id"])) and r["state"] == "active",
+                 what="the session in the fleet list")
+        gamma.kill()
+        wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                 timeout=LAPSE + 10, what="gamma unreachable")
+        in_the_way = alpha.home / "sessions" / session["id"]
+        in_the_way.parent.mkdir(parents=True, exist_ok=True)
+        in_the_way.write_text("not a folder")  # the folder cannot be put in place: the attempt fails mid-way
+        status, failed = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        assert status >= 500, failed
+        assert (tmp_path / "gamma" / "sessions" / session["id"] / "meta.json").exists()  # the old copy stays
+        in_the_way.unlink()
+
+        answers = []
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            for answer in pool.map(lambda _: document(alpha, "POST", f"/api/sessions/{session['id']}/adopt"),
+                                   range(3)):
+                answers.append(answer)
+        done = [a for s, a in answers if s == 200]
+        assert len(done) == 1 and done[0]["adoption"] == {"from_node": "gamma", "lease_token": 1}, answers
+        assert all((s, a["details"]["reason"]) in ((409, "already_here"), (409, "in_progress"))
+                   for s, a in answers if s != 200), answers
+        moved = done[0]["session"]
+        assert not (tmp_path / "gamma" / "sessions" / session["id"]).exists()
+        entries = document(alpha, "GET", spath(moved, "prompt", "queue"))[1]["entries"]
+        assert [(e["id"], e["message"]) for e in entries] == [(queued["prompt"]["entry_id"], "wait for me")]
+        assert list((alpha.home / "adopting").iterdir()) == []  # no staging folder or note left behind
 
 
 def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_boot_settles_them(postgres, tmp_path):
