@@ -432,6 +432,30 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
 
 
 
+def test_a_relayed_request_to_a_node_that_stopped_answering_is_answered_503(postgres, tmp_path):
+    """gamma freezes (SIGSTOP: its connections stay open, nothing answers) before its heartbeat lapses: a request
+    alpha relays to it is answered 503 node_unreachable after alpha's fleet.relay_timeout, not held for ever."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret, relay_timeout=1)
+    gamma = start_node(tmp_path, database, "gamma", secret)
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        session = create(gamma, workspace, name="frozen")
+        wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+        assert document(alpha, "GET", spath(session, "history"))[0] == 200  # relayed while gamma answers
+        os.kill(gamma.process.pid, signal.SIGSTOP)
+        try:
+            status, refused = document(alpha, "GET", spath(session, "history"))
+        finally:
+            os.kill(gamma.process.pid, signal.SIGCONT)
+        assert (status, refused["code"], refused["details"]["node"]) == (503, "node_unreachable", "gamma"), refused
+        assert "did not answer in 1 s" in refused["error"]
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
 def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres, tmp_path):
     """gamma freezes (SIGSTOP: its heartbeat stops, its process and agent stay), alpha adopts its session, gamma
     wakes up holding a stale claim: it stops serving the session, and a prompt sent to it runs on alpha."""
