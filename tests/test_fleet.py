@@ -124,6 +124,14 @@ def test_the_fleet_stanza_is_checked_and_the_secret_must_be_owner_only(tmp_path)
     for key in ("fleet.database", "fleet.node", "fleet.secret_file", "fleet.speed"):
         assert key in said, said
 
+    # Listening on every address with no fleet.advertise: refused, not advertised as loopback.
+    write_config(home, node_config("postgresql://u@127.0.0.1:1/db", "alpha", readable))
+    started = run_cli(home, "daemon", "run", "--http", "0.0.0.0:0", "--allow-remote",
+                      extra_env={"COMPOZY_TOKEN": "a-token-of-some-length-0123456789"}, timeout=30)
+    said = started.stdout + started.stderr
+    assert started.returncode != 0 and "fleet.advertise" in said and "0.0.0.0" in said, said
+    assert not (home / "daemon.json").exists()
+
     os.environ["COMPOZY_TEST_FLEET_DB"] = "postgresql://u@127.0.0.1:1/db"
     try:
         write_config(home, f'[fleet]\ndatabase_env = "COMPOZY_TEST_FLEET_DB"\nnode = "alpha"\nsecret_file = "{readable}"\n')
