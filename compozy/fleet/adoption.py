@@ -108,6 +108,19 @@ def forget(adopting, session_id):
         pass
 
 
+def finish(adopting, session_id):
+    """An adoption whose session is held here already but whose note is still there (a crash after the folder was
+    in place and indexed): the old node's folder removed, the note forgotten."""
+    try:
+        with open(os.path.join(adopting, f"{session_id}.json"), encoding="utf-8") as handle:
+            source = json.load(handle)["folder"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if os.path.isdir(source):
+        leave_source(source)
+    forget(adopting, session_id)
+
+
 def resumable(catalog, session_id, this_node, adopting):
     """(found, token) of an adoption this node took the lease for and did not finish (a crash or error after
     take_lease): PostgreSQL's lease names this node, its note says where the session came from. None otherwise."""
@@ -121,8 +134,7 @@ def resumable(catalog, session_id, this_node, adopting):
         with open(os.path.join(adopting, f"{session_id}.json"), encoding="utf-8") as handle:
             found = json.load(handle)
     except (OSError, ValueError):
-        raise refuse(session_id, "already_here", f"session {session_id} is this node's already (its lease names "
-                                                 f"this node)", node=this_node) from None
+        return None  # no adoption of it under way here: checked as any other
     if not os.path.isfile(os.path.join(found["folder"], "meta.json")):
         raise refuse(session_id, "folder_unreachable", f"the session's folder {found['folder']} cannot be read from "
                                                        f"this node", node=found["node"], folder=found["folder"])

@@ -27,7 +27,7 @@ from compozy.session.lifecycle.inbox import DISMISS
 from compozy.session.records.listing import DEFAULT_LIST_LIMIT
 from compozy.session.records.record import SessionRecord
 from compozy.store import handover
-from compozy.store.meta import read_meta
+from compozy.store.meta import read_meta, write_meta
 
 log = logging.getLogger("compozy.manager")
 
@@ -171,12 +171,13 @@ class FleetViews:
                 self._adopting.discard(session_id)
 
     def _adopt(self, catalog, session_id):
-        """The steps in an order a crash can resume from: the lease, the folder in place, its record and control
-        rows, and only then the old node's folder removed (a retry finds the lease here and starts again from it)."""
+        """The steps in an order a crash can resume from: the lease, the copy repointed and its control rows
+        written, the folder in place and indexed, and only then the old node's folder removed (a retry finds the
+        lease here and starts again from the old folder)."""
         adopting = self.home.root / "adopting"
         flags = self.catalog.session_flags(session_id)
         if flags is not None and not flags["orphaned"]:
-            adoption.forget(adopting, session_id)
+            adoption.finish(adopting, session_id)  # one a crash cut short after its folder was in place
             raise adoption.refuse(session_id, "already_here", f"session {session_id} is this node's already")
         resumed = adoption.resumable(catalog, session_id, self.fleet.node, adopting)
         found, token = resumed or (adoption.check(catalog, session_id, self.fleet.node, self._workspace_named), None)
@@ -195,14 +196,15 @@ class FleetViews:
                 adoption.forget(adopting, session_id)
                 raise adoption.refuse(session_id, "lease_lost", f"the lease was not taken: {reason}",
                                       node=found["node"])
-        adoption.settle_in(staging, target)
-        self.store.logs.forget(session_id)
-        record = SessionRecord.from_dict(read_meta(self.home.meta_file(session_id)))
+        record = SessionRecord.from_dict(read_meta(staging / "meta.json"))
         shadow = adoption.node_home(session_id, found).checkpoints_dir / record.workspace_id  # the old node's
         adoption.repoint(record, self._workspace_named(found["workspace"]), found["path"], token, self.fleet.node,
                          found["node"])
-        self.store.save(record, touch=False)
+        write_meta(staging / "meta.json", record.to_dict())  # whole before it is in place: a boot may index it
         handover.write_session_rows(self.catalog, session_id, rows, record.workspace_id)
+        adoption.settle_in(staging, target)
+        self.store.logs.forget(session_id)
+        self.store.save(record, touch=False)
         self.catalog.set_orphaned(session_id, False)
         self.services.checkpoints.carry(record, shadow)  # before the repair takes the cut turn's end checkpoint
         adoption.leave_source(found["folder"])
