@@ -674,8 +674,9 @@ def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_b
         # The continue cut short never stood: its key makes one now, on alpha.
         status, made = document(alpha, "POST", spath(moved, "continue"), {**proceed, "idempotency_key": "c2"})
         assert status == 201 and made["session"]["id"] != cut_short, made
-        full = fleet_page(alpha, limit=1000)
-        assert {s["id"] for s in full["sessions"]} == {session["id"], child["id"], made["session"]["id"]}
+        wait_for(lambda: {s["id"] for s in fleet_page(alpha, limit=1000)["sessions"]}
+                 == {session["id"], child["id"], made["session"]["id"]},
+                 what="the three sessions in the fleet list (the mirror writes a new one's row after it is made)")
 
 
 def test_an_adopted_session_s_checkpoints_come_along_and_its_cut_turn_gets_its_end_checkpoint(postgres, tmp_path):
