@@ -75,6 +75,7 @@ class SessionManager(FleetViews, AgentViews, SettingsViews, SessionReads, Archiv
         self.workspaces = Workspaces(self.catalog, home.root)
         self.live = {}
         self._live_lock = threading.Lock()
+        self._adopting = set()  # the sessions an adoption is under way for (fleet.views.adopt_session)
         self.services = Services(home, config, self.catalog, self.store, Feed(), clock, processes,
                                  live_sessions=lambda: list(self.live.values()), identities=Identities(endpoints))
         self.requests = AgentRequests(self.services)

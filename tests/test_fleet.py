@@ -11,6 +11,7 @@ checkpoint taken on the adopter), a node partitioned away (SIGSTOP)
 fenced when it comes back after an adoption, and an outage of PostgreSQL caught up.
 """
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -122,6 +123,14 @@ def test_the_fleet_stanza_is_checked_and_the_secret_must_be_owner_only(tmp_path)
     said = str(refused.value)
     for key in ("fleet.database", "fleet.node", "fleet.secret_file", "fleet.speed"):
         assert key in said, said
+
+    # Listening on every address with no fleet.advertise: refused, not advertised as loopback.
+    write_config(home, node_config("postgresql://u@127.0.0.1:1/db", "alpha", readable))
+    started = run_cli(home, "daemon", "run", "--http", "0.0.0.0:0", "--allow-remote",
+                      extra_env={"COMPOZY_TOKEN": "a-token-of-some-length-0123456789"}, timeout=30)
+    said = started.stdout + started.stderr
+    assert started.returncode != 0 and "fleet.advertise" in said and "0.0.0.0" in said, said
+    assert not (home / "daemon.json").exists()
 
     os.environ["COMPOZY_TEST_FLEET_DB"] = "postgresql://u@127.0.0.1:1/db"
     try:
@@ -431,6 +440,30 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
 
 
 
+def test_a_relayed_request_to_a_node_that_stopped_answering_is_answered_503(postgres, tmp_path):
+    """gamma freezes (SIGSTOP: its connections stay open, nothing answers) before its heartbeat lapses: a request
+    alpha relays to it is answered 503 node_unreachable after alpha's fleet.relay_timeout, not held for ever."""
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret, relay_timeout=1)
+    gamma = start_node(tmp_path, database, "gamma", secret)
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        session = create(gamma, workspace, name="frozen")
+        wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+        assert document(alpha, "GET", spath(session, "history"))[0] == 200  # relayed while gamma answers
+        os.kill(gamma.process.pid, signal.SIGSTOP)
+        try:
+            status, refused = document(alpha, "GET", spath(session, "history"))
+        finally:
+            os.kill(gamma.process.pid, signal.SIGCONT)
+        assert (status, refused["code"], refused["details"]["node"]) == (503, "node_unreachable", "gamma"), refused
+        assert "did not answer in 1 s" in refused["error"]
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
 def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres, tmp_path):
     """gamma freezes (SIGSTOP: its heartbeat stops, its process and agent stay), alpha adopts its session, gamma
     wakes up holding a stale claim: it stops serving the session, and a prompt sent to it runs on alpha."""
@@ -543,6 +576,46 @@ def test_an_adopted_session_keeps_its_queued_input_and_its_held_request_is_orpha
         assert document(alpha, "GET", spath(moved, "prompt", "queue"))[1]["entries"] == []
 
 
+def test_an_adoption_cut_short_is_resumed_and_concurrent_ones_are_one(postgres, tmp_path):
+    """An adoption that fails after it took the lease (here its folder cannot be put in place) leaves the old
+    node's folder and its queued input where they were; a retry resumes it rather than refusing it as this
+    node's already. Adoptions asked at once (a CLI retry) are one: one answers the session, the others 409."""
+    with gamma_and_alpha_sharing_work(postgres, tmp_path) as (alpha, gamma, workspace):
+        session = create(gamma, workspace, name="moved twice over")
+        queued_prompt = {"message": "wait for me", "mode": "queue", "message_id": "mq", "idempotency_key": "kq"}
+        assert document(gamma, "POST", spath(session, "prompt"), {"message": "[sleep 30] long"})[0] == 200
+        status, queued = document(gamma, "POST", spath(session, "prompt"), queued_prompt)
+        assert status == 202, queued
+        wait_for(lambda: (r := fleet_row(alpha, session["id"])) and r["state"] == "active",
+                 what="the session in the fleet list")
+        gamma.kill()
+        wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                 timeout=LAPSE + 10, what="gamma unreachable")
+        in_the_way = alpha.home / "sessions" / session["id"]
+        in_the_way.parent.mkdir(parents=True, exist_ok=True)
+        in_the_way.write_text("not a folder")  # the folder cannot be put in place: the attempt fails mid-way
+        status, failed = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        assert status >= 500, failed
+        assert (tmp_path / "gamma" / "sessions" / session["id"] / "meta.json").exists()  # the old copy stays
+        in_the_way.unlink()
+        alpha.restart()  # as after the adopter crashed there: the lease is alpha's, the session on no node
+
+        answers = []
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            for answer in pool.map(lambda _: document(alpha, "POST", f"/api/sessions/{session['id']}/adopt"),
+                                   range(3)):
+                answers.append(answer)
+        done = [a for s, a in answers if s == 200]
+        assert len(done) == 1 and done[0]["adoption"] == {"from_node": "gamma", "lease_token": 1}, answers
+        assert all((s, a["details"]["reason"]) in ((409, "already_here"), (409, "in_progress"))
+                   for s, a in answers if s != 200), answers
+        moved = done[0]["session"]
+        assert not (tmp_path / "gamma" / "sessions" / session["id"]).exists()
+        entries = document(alpha, "GET", spath(moved, "prompt", "queue"))[1]["entries"]
+        assert [(e["id"], e["message"]) for e in entries] == [(queued["prompt"]["entry_id"], "wait for me")]
+        assert list((alpha.home / "adopting").iterdir()) == []  # no staging folder or note left behind
+
+
 def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_boot_settles_them(postgres, tmp_path):
     """gamma is killed in the middle of a rewind (its cut made, its receipt still pending) and of two continues of
     the session (one whose new session was written whole, one cut short while its folder was being made). alpha
@@ -601,8 +674,9 @@ def test_an_adopted_session_s_interrupted_rewind_and_continue_are_settled_as_a_b
         # The continue cut short never stood: its key makes one now, on alpha.
         status, made = document(alpha, "POST", spath(moved, "continue"), {**proceed, "idempotency_key": "c2"})
         assert status == 201 and made["session"]["id"] != cut_short, made
-        full = fleet_page(alpha, limit=1000)
-        assert {s["id"] for s in full["sessions"]} == {session["id"], child["id"], made["session"]["id"]}
+        wait_for(lambda: {s["id"] for s in fleet_page(alpha, limit=1000)["sessions"]}
+                 == {session["id"], child["id"], made["session"]["id"]},
+                 what="the three sessions in the fleet list (the mirror writes a new one's row after it is made)")
 
 
 def test_an_adopted_session_s_checkpoints_come_along_and_its_cut_turn_gets_its_end_checkpoint(postgres, tmp_path):

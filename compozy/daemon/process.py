@@ -51,9 +51,21 @@ def raise_descriptor_limit():
     return limit
 
 
+WILDCARDS = ("0.0.0.0", "::")
+
+
 def local_host(host):
     """The address this machine reaches a daemon listening on host by: loopback for a wildcard."""
     return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+
+
+def check_advertise(config, host):
+    """A fleet node listening on a wildcard address must say how the others reach it: its own address would be
+    loopback, where another node reaches only itself (docs/fleet.md)."""
+    if config.fleet is not None and config.fleet.advertise is None and host in WILDCARDS:
+        raise ConfigError(f"{config.path}: fleet.advertise: this node listens on {host} (every address), so the "
+                          f"other nodes cannot be told where to reach it: set fleet.advertise to the address they "
+                          f"use, e.g. \"http://10.0.0.13:2123\"")
 
 
 def remote_names(host):
@@ -100,6 +112,7 @@ class Daemon:
             self.http = self.http or config.values.get("daemon.http") or self.default_http
             self.host, self.port, self.loopback = parse_listen(self.http, self.allow_remote and bool(self.token),
                                                                self.listen_from)
+            check_advertise(config, self.host)
         secret = self.secret(config)
         sockets, port = self._bind()
         url = f"http://{url_host(local_host(self.host))}:{port}" if port else None  # usable, never 0.0.0.0

@@ -10,9 +10,12 @@ is PostgreSQL's (compozy.fleet.catalog.take_lease), taken only after the copy is
 leaves the session where it was.
 """
 
+import glob
+import json
 import logging
 import os
 import shutil
+import tempfile
 
 from pathlib import Path
 
@@ -74,10 +77,68 @@ def gather(session_id, found, staging):
 
 
 def copy_in(source, staging):
-    """The session's folder copied beside this home's sessions (not yet among them)."""
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(os.path.dirname(staging), mode=0o700, exist_ok=True)
-    shutil.copytree(source, staging, symlinks=True)
+    """The session's folder copied beside this home's sessions (not yet among them), into this attempt's own
+    staging folder (staging_folder)."""
+    shutil.copytree(source, staging, symlinks=True, dirs_exist_ok=True)
+
+
+def staging_folder(adopting, session_id):
+    """This attempt's own empty folder under home/adopting (an attempt a crash left behind is removed first: the
+    caller holds the session's adoption lock)."""
+    os.makedirs(adopting, mode=0o700, exist_ok=True)
+    for stale in glob.glob(os.path.join(glob.escape(str(adopting)), f"{session_id}.*.staging")):
+        shutil.rmtree(stale, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{session_id}.", suffix=".staging", dir=adopting))
+
+
+def note(adopting, session_id, found):
+    """What the adoption started from, kept until it is whole: a retry after a crash resumes it (resumable)."""
+    path = os.path.join(adopting, f"{session_id}.json")
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump(found, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def forget(adopting, session_id):
+    try:
+        os.unlink(os.path.join(adopting, f"{session_id}.json"))
+    except FileNotFoundError:
+        pass
+
+
+def finish(adopting, session_id):
+    """An adoption whose session is held here already but whose note is still there (a crash after the folder was
+    in place and indexed): the old node's folder removed, the note forgotten."""
+    try:
+        with open(os.path.join(adopting, f"{session_id}.json"), encoding="utf-8") as handle:
+            source = json.load(handle)["folder"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if os.path.isdir(source):
+        leave_source(source)
+    forget(adopting, session_id)
+
+
+def resumable(catalog, session_id, this_node, adopting):
+    """(found, token) of an adoption this node took the lease for and did not finish (a crash or error after
+    take_lease): PostgreSQL's lease names this node, its note says where the session came from. None otherwise."""
+    try:
+        lease = catalog.lease(session_id)
+    except FleetDown as exc:
+        raise CompozyError("fleet_catalog_unavailable", f"the fleet catalog cannot be reached: {exc}") from None
+    if lease is None or lease[0] != this_node:
+        return None
+    try:
+        with open(os.path.join(adopting, f"{session_id}.json"), encoding="utf-8") as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return None  # no adoption of it under way here: checked as any other
+    if not os.path.isfile(os.path.join(found["folder"], "meta.json")):
+        raise refuse(session_id, "folder_unreachable", f"the session's folder {found['folder']} cannot be read from "
+                                                       f"this node", node=found["node"], folder=found["folder"])
+    return found, lease[1]
 
 
 def node_home(session_id, found):
@@ -113,9 +174,15 @@ def control_rows(session_id, found):
                      catalog=str(home.catalog_file)) from None
 
 
-def settle_in(source, staging, target):
-    """The copy becomes this home's session folder; the other node's folder goes (it must not run it again)."""
+def settle_in(staging, target):
+    """The copy becomes this home's session folder (a partial one an interrupted attempt left is replaced)."""
+    if os.path.isdir(target) and not os.path.islink(target):
+        shutil.rmtree(target)
     os.rename(staging, target)
+
+
+def leave_source(source):
+    """The other node's folder goes (it must not run it again): last, once the session is whole here."""
     try:
         shutil.rmtree(source)
     except OSError as exc:

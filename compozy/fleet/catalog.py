@@ -317,6 +317,11 @@ class FleetCatalog:
             db.execute_sql("UPDATE fleet_sessions SET node = %s WHERE id = %s", (to_node, session_id))
         return token
 
+    def lease(self, session_id):
+        """(node, token) of the session's lease, None when no node ever adopted it."""
+        rows = self._rows("SELECT node, token FROM fleet_leases WHERE session_id = %s", (session_id,))
+        return (rows[0][0], rows[0][1]) if rows else None
+
     def taken_from(self, node):
         """{session_id: (new node, token)} of the sessions adopted from this node that it has not fenced yet."""
         rows = self._rows("SELECT session_id, node, token FROM fleet_leases WHERE previous_node = %s", (node,))

@@ -182,6 +182,8 @@ class FleetMirror:
             dirty, self._dirty = sorted(self._dirty), set()
         try:
             for start in range(0, len(dirty), BATCH):
+                if start and self.services.clock.monotonic() >= self._next_heartbeat:
+                    self._heartbeat()  # a resync of thousands of sessions must not make this node look dead
                 rows, gone = self.rows_of(dirty[start:start + BATCH])
                 self.catalog.upsert_sessions(rows)
                 self.catalog.delete_sessions(self.node, gone)

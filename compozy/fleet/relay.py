@@ -25,7 +25,7 @@ from compozy.fleet.catalog import FleetDown
 from compozy.api import OPS
 from compozy.http.guards import json_body, query_args
 from compozy.http.profiles import passthrough
-from compozy.http.sse import EXTENSION, wants_stream
+from compozy.http.sse import EXTENSION, KEEPALIVE_SECONDS, wants_stream
 from compozy.ids import validate_id
 
 log = logging.getLogger("compozy.fleet")
@@ -35,6 +35,7 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
               "proxy-authorization", "cookie", "set-cookie", "content-length", "origin", "sec-fetch-site",
               NODE_HEADER.lower(), SECRET_HEADER.lower()}
 CONNECT_SECONDS = 3.0
+STREAM_QUIET_SECONDS = 3 * KEEPALIVE_SECONDS  # a relayed stream silent this long (no event, no keepalive) ends
 PEERS_FRESH_SECONDS = 5.0
 OWNER_FRESH_SECONDS = 1.0
 OWNERS_KEPT = 4096
@@ -211,12 +212,18 @@ def _forward(fleet, node, address, body):
     connection = connection_type(parts.hostname, parts.port, timeout=CONNECT_SECONDS)
     headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
     headers.update({NODE_HEADER: fleet.node, SECRET_HEADER: fleet.settings.secret})
+    waited = STREAM_QUIET_SECONDS if _streams() else fleet.settings.relay_timeout
     try:
         connection.connect()
-        connection.sock.settimeout(None)  # the owner bounds its own answers (a prompt may wait, a stream lasts)
+        # An owner that vanished without closing the connection must not hold this request thread for ever: a
+        # stream hears at least a keepalive every KEEPALIVE_SECONDS, an answer comes within fleet.relay_timeout.
+        connection.sock.settimeout(waited)
         connection.request(request.method, _path(), body=request.get_data() if body is None else body,
                            headers=headers)
         answer = connection.getresponse()
+    except TimeoutError:
+        connection.close()
+        raise unreachable(node, f"{address} did not answer in {waited:g} s") from None
     except OSError as exc:
         connection.close()
         raise unreachable(node, f"{address} refused: {exc.strerror or exc}") from None

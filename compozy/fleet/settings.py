@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 ADVERTISE = re.compile(r"https?://[^/\s?#]+")
 KEYS = ("database", "database_env", "node", "advertise", "secret_file", "max_agents", "shared_storage",
-        "unreachable_after")
+        "unreachable_after", "relay_timeout")
 DEFAULT_MAX_AGENTS = 8
 DEFAULT_UNREACHABLE_AFTER = 15  # seconds without a heartbeat (one every 2 s)
 MIN_UNREACHABLE_AFTER = 5
+DEFAULT_RELAY_TIMEOUT = 300  # seconds a relayed request waits for its owner's answer (a rewind's git bound, a stop)
 MIN_SECRET_BYTES = 16
 
 
@@ -29,6 +30,7 @@ class FleetSettings:
     max_agents: int = DEFAULT_MAX_AGENTS  # the agents this node may run at once (its capacity)
     shared_storage: tuple = ()  # workspace names whose session folders other nodes can reach (adoption)
     unreachable_after: int = DEFAULT_UNREACHABLE_AFTER  # seconds without a heartbeat: a node is unreachable
+    relay_timeout: int = DEFAULT_RELAY_TIMEOUT  # seconds a relayed request waits for the owner's answer
 
 
 def load_fleet(table, problems, environ=os.environ):
@@ -54,6 +56,10 @@ def load_fleet(table, problems, environ=os.environ):
         problems.add("fleet.unreachable_after", f"expected whole seconds >= {MIN_UNREACHABLE_AFTER} (a heartbeat goes "
                                                 f"every 2 s), got {lapse!r}")
         lapse = DEFAULT_UNREACHABLE_AFTER
+    relay_timeout = table.get("relay_timeout", DEFAULT_RELAY_TIMEOUT)
+    if not isinstance(relay_timeout, int) or isinstance(relay_timeout, bool) or relay_timeout < 1:
+        problems.add("fleet.relay_timeout", f"expected whole seconds >= 1, got {relay_timeout!r}")
+        relay_timeout = DEFAULT_RELAY_TIMEOUT
     shared = table.get("shared_storage", [])
     if not (isinstance(shared, list) and all(isinstance(n, str) and n for n in shared)):
         problems.add("fleet.shared_storage", "expected a list of workspace names")
@@ -62,7 +68,8 @@ def load_fleet(table, problems, environ=os.environ):
     if database is None or secret is None or not isinstance(node, str) or not NODE_NAME.fullmatch(node):
         return None
     return FleetSettings(database, node, secret, advertise.rstrip("/") if isinstance(advertise, str) else None,
-                         max_agents if isinstance(max_agents, int) else DEFAULT_MAX_AGENTS, tuple(shared), lapse)
+                         max_agents if isinstance(max_agents, int) else DEFAULT_MAX_AGENTS, tuple(shared), lapse,
+                         relay_timeout)
 
 
 def _database(table, problems, environ):

@@ -27,7 +27,7 @@ from compozy.session.lifecycle.inbox import DISMISS
 from compozy.session.records.listing import DEFAULT_LIST_LIMIT
 from compozy.session.records.record import SessionRecord
 from compozy.store import handover
-from compozy.store.meta import read_meta
+from compozy.store.meta import read_meta, write_meta
 
 log = logging.getLogger("compozy.manager")
 
@@ -154,36 +154,61 @@ class FleetViews:
                                  {"node": node["name"], "address": node["address"], "sessions": sessions})
 
     def adopt_session(self, session_id):
-        """Take over a session whose node went away, from shared storage, under a new lease (docs/fleet.md)."""
+        """Take over a session whose node went away, from shared storage, under a new lease (docs/fleet.md). One
+        adoption of a session at a time: a second while one is under way is refused (reason in_progress)."""
         self._require_admission()
         catalog = self._fleet_catalog()
         validate_id(session_id, "sess", not_found="session_not_found")
+        with self._live_lock:
+            if session_id in self._adopting:
+                raise adoption.refuse(session_id, "in_progress", f"an adoption of session {session_id} is under way "
+                                                                 f"on this node: ask again when it ends")
+            self._adopting.add(session_id)
+        try:
+            return self._adopt(catalog, session_id)
+        finally:
+            with self._live_lock:
+                self._adopting.discard(session_id)
+
+    def _adopt(self, catalog, session_id):
+        """The steps in an order a crash can resume from: the lease, the copy repointed and its control rows
+        written, the folder in place and indexed, and only then the old node's folder removed (a retry finds the
+        lease here and starts again from the old folder)."""
+        adopting = self.home.root / "adopting"
         flags = self.catalog.session_flags(session_id)
         if flags is not None and not flags["orphaned"]:
+            adoption.finish(adopting, session_id)  # one a crash cut short after its folder was in place
             raise adoption.refuse(session_id, "already_here", f"session {session_id} is this node's already")
-        found = adoption.check(catalog, session_id, self.fleet.node, self._workspace_named)
-        staging, target = self.home.root / "adopting" / session_id, self.home.session_dir(session_id)
+        resumed = adoption.resumable(catalog, session_id, self.fleet.node, adopting)
+        found, token = resumed or (adoption.check(catalog, session_id, self.fleet.node, self._workspace_named), None)
+        staging, target = adoption.staging_folder(adopting, session_id), self.home.session_dir(session_id)
         rows = adoption.gather(session_id, found, staging)  # the folder and its control rows, or nothing moved
-        try:
-            token = catalog.take_lease(session_id, found["node"], self.fleet.node)
-        except FleetDown as exc:
-            token = None
-            reason = str(exc)
-        else:
-            reason = f"node {found['node']!r} answers again, or another node adopted the session first"
         if token is None:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise adoption.refuse(session_id, "lease_lost", f"the lease was not taken: {reason}", node=found["node"])
-        adoption.settle_in(found["folder"], staging, target)
-        self.store.logs.forget(session_id)
-        record = SessionRecord.from_dict(read_meta(self.home.meta_file(session_id)))
+            adoption.note(adopting, session_id, found)
+            try:
+                token = catalog.take_lease(session_id, found["node"], self.fleet.node)
+            except FleetDown as exc:
+                reason = str(exc)
+            else:
+                reason = f"node {found['node']!r} answers again, or another node adopted the session first"
+            if token is None:
+                shutil.rmtree(staging, ignore_errors=True)
+                adoption.forget(adopting, session_id)
+                raise adoption.refuse(session_id, "lease_lost", f"the lease was not taken: {reason}",
+                                      node=found["node"])
+        record = SessionRecord.from_dict(read_meta(staging / "meta.json"))
         shadow = adoption.node_home(session_id, found).checkpoints_dir / record.workspace_id  # the old node's
         adoption.repoint(record, self._workspace_named(found["workspace"]), found["path"], token, self.fleet.node,
                          found["node"])
-        self.store.save(record, touch=False)
+        write_meta(staging / "meta.json", record.to_dict())  # whole before it is in place: a boot may index it
         handover.write_session_rows(self.catalog, session_id, rows, record.workspace_id)
+        adoption.settle_in(staging, target)
+        self.store.logs.forget(session_id)
+        self.store.save(record, touch=False)
         self.catalog.set_orphaned(session_id, False)
         self.services.checkpoints.carry(record, shadow)  # before the repair takes the cut turn's end checkpoint
+        adoption.leave_source(found["folder"])
+        adoption.forget(adopting, session_id)
         repair.repair_adopted(self.store, record, self.services.processes, self.services.checkpoints)  # as a boot
         self._settle_derived(session_id, found)
         record = self.store.get(session_id)  # as the rewind it finished may have left it

@@ -65,9 +65,14 @@ def _headers():
 
 
 def _body(connection, answer):
+    """The body as it arrives; it ends (a relayed stream ends) when the other side stops answering within the
+    connection's read timeout or drops the connection."""
     try:
         while True:
-            data = answer.read1(CHUNK)
+            try:
+                data = answer.read1(CHUNK)
+            except OSError:
+                return
             if not data:
                 return
             yield data

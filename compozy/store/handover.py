@@ -23,14 +23,17 @@ class Unreadable(Exception):
 
 def read_session_rows(catalog_file, session_id):
     """{table: [row as a dict of its columns]} of one session in another node's catalog, read-only (its
-    write-ahead log included: a row committed there and not yet checkpointed is read)."""
+    write-ahead log included: a row committed there and not yet checkpointed is read). A table an older node's
+    catalog does not have yet carries no rows (that node had none of them to acknowledge)."""
     try:
         connection = sqlite3.connect(f"file:{quote(str(catalog_file))}?mode=ro", uri=True, timeout=BUSY_MS / 1000)
     except sqlite3.Error as exc:
         raise Unreadable(f"{catalog_file}: {exc}") from None
     try:
+        present = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         return {table: _rows(connection.execute(f"SELECT * FROM {table} WHERE {column} = ? ORDER BY rowid",
-                                                (session_id,))) for table, column in CARRIED.items()}
+                                                (session_id,))) if table in present else []
+                for table, column in CARRIED.items()}
     except sqlite3.Error as exc:
         raise Unreadable(f"{catalog_file}: {exc}") from None
     finally:
