@@ -256,6 +256,12 @@ def tree(root):
     return paths
 
 
+def new_files(now, before):
+    """The paths that were not there before, but for SQLite's -wal/-shm beside a database that was: the daemon's
+    background work (the indexer, the ledger) may open an earlier test's store again meanwhile."""
+    return {path for path in now - before if not (path.endswith(("-wal", "-shm")) and path[:-4] in before)}
+
+
 TRAVERSALS = ["..%2F..%2Fescape", "..%2F..", "sess_..%2F..%2Fescape", "..", "%2E%2E%2Fescape",
               "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV%2F..%2F..%2Fescape", "..%5C..%5Cescape"]
 
@@ -306,8 +312,8 @@ def test_traversal_ids_never_create_files(served, tmp_path):
         assert set(body) - set(TOP_LEVEL_FIELDS) == {"error", "code", "details"}, (method, path, body)
 
     assert_still_healthy(served)
-    assert tree(served.home) - before_home == set()
-    assert tree(outside) - before_outside == set()
+    assert new_files(tree(served.home), before_home) == set()
+    assert new_files(tree(outside), before_outside) == set()
     assert not os.path.lexists(served.home.parent.parent / "escape")
     assert not os.path.lexists(served.home / "escape")
 
