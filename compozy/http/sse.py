@@ -69,7 +69,7 @@ class _Rendered:
 
     def frame(self, event, data):
         if data.__class__ is StoredRecord:
-            return frame(event, data)
+            return data.frame() if event == data["type"] else frame(event, data)
         key = id(data)
         with self._lock:
             found = self._frames.get(key)

@@ -17,8 +17,8 @@ from compozy.paths import FILE_MODE, write_all
 from compozy.store.db import EVENT_STORE_PRAGMAS, open_sqlite
 from compozy.store.eventschema import (CARRIED_INSERT, IN_MEMORY_IMAGES, LAYOUT_PACKED, ROWS_TABLE, create_schema,
                                        template_bytes, with_carried)
-from compozy.store.packing import Packer
-from compozy.store.storedrecord import StoredRecord
+from compozy.store.packing import Packer, insert_rows
+from compozy.store.storedrecord import Batch, StoredRecord
 from compozy.store.transcriptrows import transcript_records
 from compozy.text import compact_json
 
@@ -29,8 +29,8 @@ DEFAULT_READ_LIMIT = 200
 COLUMNS = "sequence, id, turn_id, type, agent_name, content, archived, timestamp"
 ARCHIVE_SQL = {"active": "archived = 0", "archived": "archived = 1", "all": "1"}
 _encode = compact_json
-INSERT = ("INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) "
-          "VALUES (?, ?, ?, ?, ?, ?, 0, ?)")  # a store in layout 1 (eventschema)
+INSERT = "INSERT INTO events (sequence, id, turn_id, type, agent_name, content, archived, timestamp) VALUES "
+INSERT_ROW = "(?, ?, ?, ?, ?, ?, 0, ?)"  # a store in layout 1 (eventschema)
 
 
 class EventLog:
@@ -128,8 +128,13 @@ class EventLog:
                 self._next_sequence = self._db.execute_sql(f"SELECT MAX(sequence) FROM {self._rows}").fetchone()[0] + 1
                 first, timestamp, rows = self._insert(items, texts)
             self._next_sequence = first + len(rows)  # only after the commit succeeded
-        return [StoredRecord.of(self._record(row[0], row[1], row[2], row[3], row[4], content, False, row[6]), row[5])
-                for row, (_, _, content, _) in zip(rows, items)]
+        batch = Batch(self.session_id, self.workspace_id, timestamp)
+        session_id, workspace_id = self.session_id, self.workspace_id
+        return [StoredRecord.of({"id": event_id, "session_id": session_id, "sequence": sequence, "turn_id": turn_id,
+                                 "type": kind, "agent_name": agent_name, "workspace_id": workspace_id,
+                                 "content": content, "timestamp": timestamp}, text, batch)
+                for (sequence, event_id, turn_id, kind, agent_name, text, timestamp), (_, _, content, _)
+                in zip(rows, items)]
 
     def _insert(self, items, texts):
         try:
@@ -140,7 +145,7 @@ class EventLog:
                 rows = [(first + i, ids[i], turn_id, kind, agent_name, texts[i], timestamp)
                         for i, (kind, turn_id, _, agent_name) in enumerate(items)]
                 if self._packer is None:
-                    db.cursor().executemany(INSERT, rows)
+                    insert_rows(db, INSERT, INSERT_ROW, rows)
                 else:
                     self._packer.insert(db, rows, items)
         except BaseException:

@@ -25,11 +25,13 @@ class Feed:
     def closed(self):
         return self._closed
 
-    def publish(self, items, sequence_of=lambda item: item["sequence"]):
+    def publish(self, items):
+        """Items that carry their own "sequence", in its order."""
+        if not items:
+            return
         with self._cond:
-            for item in items:
-                self._last = sequence_of(item)
-                self._ring.append((self._last, item))
+            self._ring.extend([(item["sequence"], item) for item in items])
+            self._last = self._ring[-1][0]
             self._cond.notify_all()
 
     def publish_counted(self, item):
