@@ -52,27 +52,36 @@ def json_line(document):
     measured on the text holds on the wire; a lone surrogate, which UTF-8 cannot carry, is escaped.
     """
     try:
-        return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+        return _unicode_json(document).encode("utf-8") + b"\n"
     except UnicodeEncodeError:
-        return json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"
+        return compact_json(document).encode("ascii") + b"\n"
 
 
 def _not_serializable(value):
     raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
 
 
-def _compact_encoder():
-    """json.JSONEncoder(separators=(",", ":")).encode without its per-call layers: that method builds a
-    new C encoder on every call, two thirds of the time of encoding a short document. No circular
+def _compact_encoder(ensure_ascii=True):
+    """json.JSONEncoder(separators=(",", ":"), ensure_ascii=...).encode without its per-call layers: that method
+    builds a new C encoder on every call, two thirds of the time of encoding a short document. No circular
     check: the documents encoded this way are decoded JSON or built from it."""
     make = json.encoder.c_make_encoder
     if make is None:  # no C accelerator (not CPython)
-        return json.JSONEncoder(separators=(",", ":")).encode
-    encode = make(None, _not_serializable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+        return json.JSONEncoder(separators=(",", ":"), ensure_ascii=ensure_ascii).encode
+    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    encode = make(None, _not_serializable, quote, None, ":", ",", False, False, True)
     return lambda document: "".join(encode(document, 0))
 
 
 compact_json = _compact_encoder()  # document as compact JSON, non-ASCII escaped (event rows, stream frames)
+_unicode_json = _compact_encoder(ensure_ascii=False)  # the same, non-ASCII as itself (json_line)
+
+
+class EncodedObject(dict):
+    """A JSON object that carries its compact_json text (`json`), built where its shape is known (an agent's text
+    chunk: nearly every event of a stream), so that the row that stores it takes the text as is. Never changed."""
+
+    __slots__ = ("json",)
 
 MAX_CONTENT_DEPTH = 64  # nesting an event's content keeps; real updates nest a dozen levels at most
 DEPTH_MARKER = "[nested too deep]"
@@ -84,7 +93,7 @@ def map_document(value, leaf=None, max_depth=None):
     an agent nested thousands of levels deep is walked like any other, never through recursion."""
     def copied(node, depth):
         if isinstance(node, dict) or isinstance(node, list):
-            return DEPTH_MARKER if max_depth is not None and depth > max_depth else type(node)()
+            return DEPTH_MARKER if max_depth is not None and depth > max_depth else {} if isinstance(node, dict) else []
         return leaf(node) if leaf is not None else node
     root = copied(value, 0)
     pending = [(value, root, 0)] if root is not DEPTH_MARKER and isinstance(root, (dict, list)) else []

@@ -4,6 +4,10 @@ Layer 2 (pure functions over the wire's dicts). Unknown variants return None and
 the caller, never stored.
 """
 
+from json.encoder import encode_basestring_ascii as _quote  # a string as compact_json writes it
+
+from compozy.text import EncodedObject
+
 TERMINAL_TOOL_STATUSES = ("completed", "failed")
 SYSTEM_VARIANTS = ("available_commands_update", "current_mode_update", "config_option_update",
                    "session_info_update")
@@ -36,6 +40,9 @@ def _chunk(kind):
     def handle(update):
         block = update.get("content")
         plain = block.__class__ is dict and block.get("type") == "text"  # nearly every chunk
+        if plain and block.get("text").__class__ is str and update.get("messageId").__class__ is str \
+                and update["messageId"]:
+            return kind, _text_chunk(block["text"], update["messageId"])
         content = {"text": str(block.get("text", "")) if plain else block_text(block)}
         if update.get("messageId"):
             content["agent_message_id"] = update["messageId"]
@@ -43,6 +50,13 @@ def _chunk(kind):
             content["block"] = block
         return kind, content
     return handle
+
+
+def _text_chunk(text, message_id):
+    """{"text", "agent_message_id"} with its JSON text, as compact_json writes it."""
+    content = EncodedObject(text=text, agent_message_id=message_id)
+    content.json = f'{{"text":{_quote(text)},"agent_message_id":{_quote(message_id)}}}'
+    return content
 
 
 def _tool_call(update):

@@ -22,7 +22,7 @@ from compozy.session.records.replay import CarriedContext
 from compozy.session.records.services import Services
 from compozy.session.records.waiting import active_children, outside_work, waiting_view
 from compozy.states import RUNTIME, SESSION, RuntimeStatus
-from compozy.text import MAX_CONTENT_DEPTH, compact_json, map_document, may_nest_deeper
+from compozy.text import MAX_CONTENT_DEPTH, EncodedObject, compact_json, map_document, may_nest_deeper
 
 log = logging.getLogger("compozy.session")
 
@@ -352,6 +352,10 @@ def _encoded(items):
     agent's update nested a thousand levels deep would break every recursive reader (json included)."""
     bounded, texts = [], []
     for kind, turn_id, content, agent in items:
+        if content.__class__ is EncodedObject:  # its text is at hand, and it nests one level
+            bounded.append((kind, turn_id, content, agent))
+            texts.append(content.json)
+            continue
         try:
             text = compact_json(content)
             deep = may_nest_deeper(text)
