@@ -53,13 +53,15 @@ PACKED_TRIGGERS = (
 # The packed rows read as layout 1's table. A chunk's content is stored without its trailing
 # `,"agent_message_id":"..."` (the writer cuts it only when the text ends so: store/packing.py), put
 # back here.
-EVENTS_VIEW = """CREATE VIEW IF NOT EXISTS events (sequence, id, turn_id, type, agent_name, content, archived,
-    timestamp) AS SELECT r.sequence, r.id, t.turn_id, r.type, r.agent_name,
-    CASE WHEN r.message IS NULL THEN r.content
-         ELSE substr(r.content, 1, length(r.content) - 1) || ',"agent_message_id":' || m.quoted || '}' END,
-    r.archived, b.timestamp
-    FROM event_rows AS r LEFT JOIN event_turns AS t ON t.turn = r.turn
+PACKED_CONTENT = """CASE WHEN r.message IS NULL THEN r.content
+         ELSE substr(r.content, 1, length(r.content) - 1) || ',"agent_message_id":' || m.quoted || '}' END"""
+PACKED_FROM = """FROM event_rows AS r LEFT JOIN event_turns AS t ON t.turn = r.turn
     LEFT JOIN event_messages AS m ON m.message = r.message LEFT JOIN event_times AS b ON b.time = r.time"""
+EVENTS_VIEW = f"""CREATE VIEW IF NOT EXISTS events (sequence, id, turn_id, type, agent_name, content, archived,
+    timestamp) AS SELECT r.sequence, r.id, t.turn_id, r.type, r.agent_name,
+    {PACKED_CONTENT},
+    r.archived, b.timestamp
+    {PACKED_FROM}"""
 
 # 1 KiB pages: a store's tables and indexes take a page each even when empty (16 KiB, against 64
 # at SQLite's default 4 KiB), and a commit of a few rows writes 1 KiB frames to the WAL; a chunk row costs

@@ -14,6 +14,7 @@ import threading
 from contextlib import contextmanager
 
 from compozy.paths import FILE_MODE
+from compozy.store.eventschema import PACKED_CONTENT, PACKED_FROM
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, workspace_id TEXT, agent_name TEXT,
@@ -196,7 +197,15 @@ class Writer:
 
 
 # A chunk's text and message ID are extracted by SQLite: a long stream's chunks are never decoded in Python (the
-# indexer shares the daemon's interpreter with the agent's output path).
+# indexer shares the daemon's interpreter with the agent's output path). A packed store's rows are read without
+# the view, which would join each chunk's content back together only to have its text taken out of it again.
+COMMITTED_PACKED_SQL = (
+    "SELECT r.sequence, r.id, t.turn_id, r.type, "
+    "CASE WHEN r.type IN ('agent_message', 'thought') THEN json_extract(r.content, '$.text') END, "
+    "CASE WHEN r.type IN ('agent_message', 'thought') THEN "
+    "coalesce(json_extract(m.quoted, '$'), json_extract(r.content, '$.agent_message_id')) END, "
+    f"CASE WHEN r.type IN ('user_message', 'tool_call', 'permission') THEN {PACKED_CONTENT} END, "
+    f"b.timestamp {PACKED_FROM} WHERE r.sequence > ? ORDER BY r.sequence LIMIT ?")
 COMMITTED_SQL = ("SELECT sequence, id, turn_id, type, "
                  "CASE WHEN type IN ('agent_message', 'thought') THEN json_extract(content, '$.text') END, "
                  "CASE WHEN type IN ('agent_message', 'thought') THEN json_extract(content, '$.agent_message_id') END, "
@@ -212,7 +221,8 @@ def committed_after(path, after_sequence, limit):
         return []
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return db.execute(COMMITTED_SQL, (after_sequence, limit)).fetchall()
+        packed = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'event_rows'").fetchone()
+        return db.execute(COMMITTED_PACKED_SQL if packed else COMMITTED_SQL, (after_sequence, limit)).fetchall()
     finally:
         db.close()
 

@@ -14,6 +14,7 @@ restart or a crash; a session removed is forgotten.
 import json
 import logging
 import threading
+from time import monotonic
 
 from compozy.redact import redact_values
 from compozy.session.records.live import read_secrets
@@ -24,6 +25,8 @@ log = logging.getLogger("compozy.search")
 
 BATCH = 2000          # events read and written per session per transaction
 SETTLE_SECONDS = 0.5  # a wake gathers the commits of this long into one pass (a stream is indexed twice a second)
+QUIET_SECONDS = 0.1   # then the pass waits for a moment this long without a commit: a stream's output comes first,
+MAX_LAG_SECONDS = 1.0  # but never past this long after the wake
 IDLE_SECONDS = 1.0
 RUNS = {"agent_message": "agent", "thought": "thought"}
 
@@ -47,6 +50,7 @@ class Indexer:
         self._wake, self._halt, self._stopped = threading.Event(), threading.Event(), False
         self._catalog_cursor = services.catalog_feed.last_sequence
         self._thread = None
+        self._last_commit = 0.0  # monotonic time of the newest commit of any session
 
     # -- observer signals -----------------------------------------------------------------
 
@@ -58,6 +62,7 @@ class Indexer:
         # Once per pass, not per commit: a stream commits thousands of small batches, and a lock and a wake each
         # cost its reader thread ~2 us. Safe without the lock: a session seen marked with the wake set is in the
         # set the next pass takes, and that pass reads what was committed before this call.
+        self._last_commit = monotonic()
         if session.id in self._marked and self._wake.is_set():
             return
         self.mark(session.id)
@@ -95,7 +100,9 @@ class Indexer:
             if self._wake.wait(IDLE_SECONDS):
                 # The commits of the next SETTLE_SECONDS join this pass: the marks they make must not end the
                 # wait (each commit of a stream marks its session), only closing does.
+                woke = monotonic()
                 self._halt.wait(SETTLE_SECONDS)
+                self._wait_for_quiet(woke + MAX_LAG_SECONDS)
                 self._wake.clear()
             self._catalog_changes()
             with self._lock:
@@ -107,6 +114,17 @@ class Indexer:
                     self.index_session(session_id)
                 except Exception:  # noqa: BLE001 (one session's trouble never stops the index)
                     log.exception("search: indexing session %s failed", session_id)
+
+    def _wait_for_quiet(self, deadline):
+        """While commits keep coming, wait until none came for QUIET_SECONDS, or until the deadline: the pass
+        shares the interpreter with the agents' readers, and a burst of output goes first (a turn that
+        streams for longer still has its rows within MAX_LAG_SECONDS of the wake, plus the pass)."""
+        while not self._stopped:
+            now = monotonic()
+            quiet = self._last_commit + QUIET_SECONDS
+            if now >= quiet or now >= deadline:
+                return
+            self._halt.wait(min(quiet, deadline) - now)
 
     def _catalog_changes(self):
         items = self.services.catalog_feed.after(self._catalog_cursor, 0)
@@ -148,17 +166,19 @@ class Indexer:
         open_row = state["open_row"]
         open_key = tuple(json.loads(state["open_key"])) if state["open_key"] else None  # (type, turn, message)
         thoughts = self.services.config["search.thoughts"]
-        run_text = None
+        run = None  # the open run's text so far, in pieces (joined once: a run is thousands of chunks)
         for sequence, event_id, turn_id, kind, text, message_id, content, timestamp in rows:
             if kind in RUNS:
                 if kind == "thought" and not thoughts:
                     continue
                 key = (kind, turn_id, message_id)
                 if key == open_key and open_row is not None:
-                    run_text = (writer.text_of(open_row) if run_text is None else run_text) + (text or "")
+                    if run is None:
+                        run = [writer.text_of(open_row) or ""]
+                    run.append(text or "")
                     continue
-                self._close_run(writer, open_row, run_text, secrets)
-                run_text, open_key = text or "", key
+                self._close_run(writer, open_row, run, secrets)
+                run, open_key = [text or ""], key
                 open_row = writer.add(session_id, RUNS[kind], message_id or event_id, turn_id, sequence, timestamp, "")
                 continue
             if content is None:
@@ -166,18 +186,18 @@ class Indexer:
             found = document_of(kind, json.loads(content))
             if found is None:
                 continue
-            self._close_run(writer, open_row, run_text, secrets)
-            open_row, open_key, run_text = None, None, None
+            self._close_run(writer, open_row, run, secrets)
+            open_row, open_key, run = None, None, None
             found_kind, message_id, text = found
             writer.add(session_id, found_kind, message_id or event_id, turn_id, sequence, timestamp,
                        redact_values(text, secrets))
-        self._close_run(writer, open_row, run_text, secrets)
+        self._close_run(writer, open_row, run, secrets)
         last, stored_key = rows[-1][0], json.dumps(open_key) if open_key else None
         writer.progress(session_id, last, open_row, stored_key)
         return {**state, "last_sequence": last, "open_row": open_row, "open_key": stored_key}
 
     @staticmethod
-    def _close_run(writer, row, text, secrets):
+    def _close_run(writer, row, pieces, secrets):
         """Write a run's joined text, redacted across its chunks (a later chunk may still extend it)."""
-        if row is not None and text is not None:
-            writer.replace_text(row, assembled(text, secrets))
+        if row is not None and pieces is not None:
+            writer.replace_text(row, assembled("".join(pieces), secrets))
