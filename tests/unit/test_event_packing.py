@@ -101,3 +101,20 @@ class _Peewee:
 
     def cursor(self):
         return self.db.cursor()
+
+
+@pytest.mark.parametrize("sizes", [(1, 7, 8, 9), (63, 64, 65), (200, 1, 129)])
+def test_batches_of_any_size_are_stored_whole_and_in_order(tmp_path, sizes):
+    """A batch is written in statements of 64, 8 and 1 rows (packing.insert_rows): every size reads back."""
+    log = EventLog(str(tmp_path / "events.db"), "sess_x", "ws_x").create()
+    written = []
+    for size in sizes:
+        items = [("agent_message", "turn_a", {"text": f"chunk {len(written) + i} ", "agent_message_id": "m1"},
+                  "general") for i in range(size)]
+        records = log.append(items)
+        assert [r["sequence"] for r in records] == list(range(len(written) + 1, len(written) + size + 1))
+        written += records
+    read = log.read_all()
+    assert [compact_json(r) for r in read] == [r.json() for r in written]
+    assert [r["sequence"] for r in read] == list(range(1, sum(sizes) + 1))
+    log.close()

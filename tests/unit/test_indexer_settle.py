@@ -6,8 +6,10 @@ are counted, the clock is not asserted.
 """
 
 import threading
+from time import monotonic
 from types import SimpleNamespace
 
+from compozy.session.records import indexer as indexer_module
 from compozy.session.records.indexer import Indexer
 from compozy.threads import Threads
 
@@ -54,3 +56,52 @@ def test_closing_ends_a_settle(tmp_path):
     thread = indexer._thread
     indexer.closing()
     assert not thread.is_alive()
+
+
+def stream(indexer, seconds, spacing=0.01):
+    """Commits of one session every `spacing` seconds for `seconds`; the number of commits made."""
+    session, pause, number = SimpleNamespace(id="sess_a"), threading.Event(), 0
+    deadline = monotonic() + seconds
+    while monotonic() < deadline:
+        number += 1
+        indexer.commits = number
+        indexer.appended(session, [])
+        pause.wait(spacing)
+    return number
+
+
+def settled(indexer, commits):
+    pause = threading.Event()
+    for _ in range(100):
+        if indexer.passes and indexer.passes[-1][1] == commits:
+            return
+        pause.wait(0.05)
+
+
+def test_a_burst_longer_than_the_settle_is_indexed_after_it(tmp_path, monkeypatch):
+    """Commits that go on past the settle hold the pass back until they pause: the pass does not take the
+    interpreter from the agent's reader while it is busy (quiet 0.3 s here, so a slow test machine's stall
+    between two commits is not taken for the end of the burst)."""
+    monkeypatch.setattr(indexer_module, "QUIET_SECONDS", 0.3)
+    monkeypatch.setattr(indexer_module, "MAX_LAG_SECONDS", 5.0)
+    indexer = Recorded(services(tmp_path))
+    indexer.started()
+    try:
+        commits = stream(indexer, 0.9)  # past the 0.5 s settle
+        settled(indexer, commits)
+    finally:
+        indexer.closing()
+    assert indexer.passes[0] == ("sess_a", commits), indexer.passes  # the first pass came after the burst
+
+
+def test_a_stream_that_never_pauses_is_still_indexed_within_the_lag(tmp_path, monkeypatch):
+    monkeypatch.setattr(indexer_module, "MAX_LAG_SECONDS", 1.0)
+    indexer = Recorded(services(tmp_path))
+    indexer.started()
+    try:
+        commits = stream(indexer, 2.5)
+        settled(indexer, commits)
+    finally:
+        indexer.closing()
+    assert indexer.passes[0][1] < commits, indexer.passes  # a pass while the stream went on
+    assert indexer.passes[-1] == ("sess_a", commits)

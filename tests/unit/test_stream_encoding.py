@@ -42,6 +42,17 @@ def test_a_stored_record_renders_the_json_of_its_whole_dict(tmp_path, agent_name
     log.close()
 
 
+def test_a_batch_of_mixed_turns_types_and_agents_renders_each_record_as_its_own_dict(tmp_path):
+    log = EventLog(str(tmp_path / "events.db"), "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV", "ws_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+    items = [(kind, turn_id, content, agent_name) for kind in ("agent_message", "tool_call")
+             for turn_id in ("turn_1", None) for agent_name in ("general", None, "na\u00efve") for content in CONTENTS]
+    records = log.create().append(items)
+    for record in records:
+        assert record.json() == PLAIN(dict(record))
+        assert record.frame() == frame(record["type"], dict(record))
+    log.close()
+
+
 def test_a_stored_record_with_other_keys_is_encoded_whole(tmp_path):
     log = EventLog(str(tmp_path / "events.db"), "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV", "ws_01ARZ3NDEKTSV4RRFFQ69G5FAV")
     record = log.create().append([("agent_message", None, {"text": "x"}, None)])[0]
