@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compozy.agents.directives import crash_marker_key
-from compozy.text import compact_json
 
 if TYPE_CHECKING:
     from compozy.agents.tools import Connection
@@ -81,7 +80,7 @@ class SessionStore:
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
             with os.fdopen(fd, "w", encoding="ascii") as handle:
-                handle.write(compact_json(state))
+                handle.write(json.dumps(state, ensure_ascii=True))
             os.chmod(tmp, PRIVATE_FILE)  # a leftover temp file from an older run keeps its old mode
             os.replace(tmp, path)
 
