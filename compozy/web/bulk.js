@@ -3,6 +3,7 @@
 // through its own workspace (and the page's profile), and its own result line; one refusal stops nothing else.
 import { $, el, replace } from "./dom.js";
 import { call, sessionOf } from "./api.js";
+import { counted } from "./words.js";
 
 const running = (s) => s.state !== "stopped";
 
@@ -75,7 +76,7 @@ export class Bulk {
 
   confirmRemove() {
     const count = this.selected.size;
-    replace($("confirm-bulk-remove-text"), `Remove ${count} session${count === 1 ? "" : "s"}? Running ones are `
+    replace($("confirm-bulk-remove-text"), `Remove ${counted(count, "session")}? Running ones are `
       + "stopped first; each record and its whole history are deleted.");
     $("confirm-bulk-remove").showModal();
   }

@@ -4,7 +4,7 @@
 // (attention.answer), so an answer here clears the item everywhere; a question's free form has its fields there.
 import { $, el, replace, follow, ago, sessionHref } from "./dom.js";
 import { address, call } from "./api.js";
-import { words } from "./words.js";
+import { counted, words } from "./words.js";
 import { contentOf, formControls, formFields } from "./forms.js";
 
 export class Inbox {
@@ -32,7 +32,7 @@ export class Inbox {
     const badge = $("inbox-count");
     replace(badge, count ? String(count) : "");
     badge.hidden = !count;
-    badge.setAttribute("aria-label", `${count} item${count === 1 ? "" : "s"} need you`);
+    badge.setAttribute("aria-label", `${counted(count, "item")} need you`);
   }
 
   show() {

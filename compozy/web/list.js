@@ -5,6 +5,7 @@ import { call } from "./api.js";
 import { agentDefaults, agentSelect } from "./agents.js";
 import { Bulk } from "./bulk.js";
 import { badges } from "./session.js";
+import { counted } from "./words.js";
 
 const RUNTIME_FIELDS = ["provider", "model", "reasoning_effort", "speed"];
 
@@ -63,7 +64,7 @@ export class SessionList {
       const rows = await Promise.all(sessions.map((s) => this.row(s, fleet)));
       replace($("session-rows"), rows.length ? rows
         : el("tr", {}, el("td", { colspan: fleet ? 8 : 7, class: "muted" }, "No sessions match.")));
-      replace($("list-count"), page.has_more ? `${sessions.length} of ${page.total}` : `${sessions.length} sessions`);
+      replace($("list-count"), page.has_more ? `${sessions.length} of ${page.total}` : counted(sessions.length, "session"));
       this.bulk.listed(sessions);
     } catch (error) {
       this.alert(error);

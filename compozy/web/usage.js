@@ -3,6 +3,7 @@
 // fetched from elsewhere), and the totals by agent. The session view's side panel shows one session's totals.
 import { $, el, replace } from "./dom.js";
 import { call } from "./api.js";
+import { counted } from "./words.js";
 
 const DAYS = 30;
 const SVG = "http://www.w3.org/2000/svg";
@@ -20,7 +21,7 @@ export function costText(costs) {
 
 export function totalsText(sums) {
   const archived = sums.archived_turns ? ` (${sums.archived_turns} archived)` : "";
-  return `${count(sums.tokens.total)} tokens in ${sums.turns} turn${sums.turns === 1 ? "" : "s"}${archived} · ${costText(sums.cost)}`;
+  return `${count(sums.tokens.total)} tokens in ${counted(sums.turns, "turn")}${archived} · ${costText(sums.cost)}`;
 }
 
 function svg(tag, attributes, ...children) {

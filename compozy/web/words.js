@@ -78,3 +78,6 @@ export function systemText(content) {
 export function words(text) {
   return String(text ?? "").replaceAll("_", " ").replaceAll(".", " ");
 }
+
+// "1 session", "3 sessions": a count with its noun, plural when it is not one.
+export const counted = (count, noun) => `${count} ${noun}${count === 1 ? "" : "s"}`;
