@@ -726,6 +726,31 @@ def test_an_adopted_session_s_checkpoints_come_along_and_its_cut_turn_gets_its_e
         assert sorted(p.name for p in workspace.iterdir()) == []
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="hands gamma's shadow repository to another user (chown)")
+def test_checkpoints_left_behind_by_an_adoption_say_so_and_not_gc(postgres, tmp_path):
+    """gamma's shadow repository belongs to another user by the time alpha adopts (git refuses it as
+    safe.directory): the adoption goes on, and a diff that needs a tree left behind says so, naming the node,
+    instead of blaming gc (reason not_carried, not pruned)."""
+    with gamma_and_alpha_sharing_work(postgres, tmp_path) as (alpha, gamma, workspace):
+        session = create(gamma, workspace, name="left behind")
+        first = run_turn_on(gamma, session, "[put a.txt one] first")[0]["turn_id"]
+        wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+        gamma.kill()
+        wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
+                 timeout=LAPSE + 10, what="gamma unreachable")
+        for folder in (gamma.home / "checkpoints").iterdir():
+            for path in [folder, *folder.rglob("*")]:
+                os.chown(path, 54321, 54321, follow_symlinks=False)
+        status, adopted = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
+        assert status == 200, adopted
+        moved = adopted["session"]
+        assert len(document(alpha, "GET", spath(moved, "checkpoints"))[1]["checkpoints"]) == 2  # still listed
+        status, refused = document(alpha, "GET", spath(moved, "turns", first, "diff"))
+        assert status == 404 and refused["code"] == "checkpoint_not_found", refused
+        assert refused["details"]["reason"] == "not_carried", refused
+        assert "node gamma" in refused["error"] and "gc" not in refused["error"], refused
+
+
 @needs_browser
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 def test_the_pages_list_shows_the_fleet_with_a_node_column(fleet, chromium, viewport):

@@ -206,7 +206,7 @@ class FleetViews:
         self.store.logs.forget(session_id)
         self.store.save(record, touch=False)
         self.catalog.set_orphaned(session_id, False)
-        self.services.checkpoints.carry(record, shadow)  # before the repair takes the cut turn's end checkpoint
+        self.services.checkpoints.carry(record, shadow, found["node"])  # before the repair takes the cut turn's end one
         adoption.leave_source(found["folder"])
         adoption.forget(adopting, session_id)
         repair.repair_adopted(self.store, record, self.services.processes, self.services.checkpoints)  # as a boot

@@ -121,10 +121,15 @@ class Files:
             kept = self.checkpointer.repo(session.record).has(entry["tree"])
         except ShadowError as error:
             raise _unavailable(f"the checkpoint cannot be read: {error.message}", reason=error.reason) from None
-        if not kept:
-            raise _unavailable(f"checkpoint {entry['checkpoint_id']} was dropped by gc (checkpoints.keep_last, "
-                               "checkpoints.keep_for)", reason="pruned", checkpoint_id=entry["checkpoint_id"])
-        return entry
+        if kept:
+            return entry
+        left = self.checkpointer.uncarried(session.record)
+        if left is not None:
+            raise _unavailable(f"checkpoint {entry['checkpoint_id']} stayed on node {left.get('from_node')} when this "
+                               f"session was adopted: its checkpoints could not be brought over ({left.get('error')})",
+                               reason="not_carried", checkpoint_id=entry["checkpoint_id"])
+        raise _unavailable(f"checkpoint {entry['checkpoint_id']} was dropped by gc (checkpoints.keep_last, "
+                           "checkpoints.keep_for)", reason="pruned", checkpoint_id=entry["checkpoint_id"])
 
     def check_not_busy(self, session):
         busy = [{"session_id": other.id, "turn_id": other.turn.id} for other in self.services.live_sessions()

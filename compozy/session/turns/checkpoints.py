@@ -12,6 +12,7 @@ fails a turn. It is also an observer: a removed session's references go, and onc
 its workers end as soon as their queues are empty.
 """
 
+import json
 import logging
 import queue
 import threading
@@ -19,6 +20,7 @@ import threading
 from compozy.checkpoints.retention import to_drop
 from compozy.checkpoints.shadow import LISTED_CHANGES, ShadowError, ShadowRepo
 from compozy.ids import new_id
+from compozy.paths import make_private_dir, write_private_json
 from compozy.proc import run_captured
 
 log = logging.getLogger("compozy.checkpoints")
@@ -26,6 +28,7 @@ log = logging.getLogger("compozy.checkpoints")
 IDLE_WORKER_SECONDS = 30.0
 DRAINING_SECONDS = 0.2
 LISTED_SKIPS = 20
+UNCARRIED = "compozy-uncarried"  # in a shadow repository: a note per adopted session whose checkpoints stayed behind
 
 
 class Job:
@@ -114,25 +117,42 @@ class Checkpointer:
         job.done.wait()
         return job.event
 
-    def carry(self, record, source):
+    def carry(self, record, source, from_node):
         """An adopted session's checkpoints brought to this node (docs/fleet.md): its references, and the trees
         and files they reach, fetched from source (the shadow repository of its workspace in its old node's
-        home) into this node's, on the workspace's worker as a checkpoint is. How many references it has here
-        now; None when they could not be carried (logged: its checkpoints stay listed, unusable here)."""
-        job = Job(None, "carry", None, work=lambda: self._carry(record, source))
+        home, from_node's) into this node's, on the workspace's worker as a checkpoint is. How many references
+        it has here now; None when they could not be carried (logged, and noted for the diffs and restores
+        that will miss their trees: uncarried)."""
+        job = Job(None, "carry", None, work=lambda: self._carry(record, source, from_node))
         self._enqueue(record.workspace_id, job)
         job.done.wait()
         return job.event
 
-    def _carry(self, record, source):
+    def _carry(self, record, source, from_node):
+        note = self._uncarried_note(record)
         if not (source / "HEAD").is_file():
             return 0  # the old node never took a checkpoint in that workspace
         try:
-            return len(self.repo(record).fetch(source, record.id))
+            carried = len(self.repo(record).fetch(source, record.id))
         except (ShadowError, OSError) as error:
-            log.warning("session %s: its checkpoints were not carried from %s: %s", record.id, source,
-                        getattr(error, "message", error))
+            reason = getattr(error, "message", str(error))
+            log.warning("session %s: its checkpoints were not carried from %s: %s", record.id, source, reason)
+            make_private_dir(note.parent)
+            write_private_json(note, {"from_node": from_node, "error": reason[:500]})
             return None
+        note.unlink(missing_ok=True)  # an earlier adoption's failure, made good
+        return carried
+
+    def uncarried(self, record):
+        """Why the session's checkpoints are not in this node's repository ({from_node, error}), or None: its
+        adoption could not bring them over."""
+        try:
+            return json.loads(self._uncarried_note(record).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def _uncarried_note(self, record):
+        return self.folder(record.workspace_id) / UNCARRIED / f"{record.id}.json"
 
     def settle(self, workspace_id, within=None):
         """Wait until the workspace's queued checkpoints are taken (a diff asked right after `done`)."""
@@ -250,6 +270,7 @@ class Checkpointer:
 
     def removed(self, record):
         self._last.pop(record.id, None)
+        self._uncarried_note(record).unlink(missing_ok=True)
         try:
             repo = self.repo(record)
             if repo.git_dir.exists():
