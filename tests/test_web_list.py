@@ -84,6 +84,7 @@ def test_bulk_stop_archive_and_remove_report_each_session(web, tmp_path):
     expect(results.locator("li", has_text="stopped one")).to_contain_text(": archived")
     expect(results.locator("li", has_text="other place")).to_contain_text("stopped and archived")
     expect(rows).to_have_count(1)  # archived ones leave the default list
+    expect(page.locator("#list-count")).to_have_text("1 session")
     for session in (busy, stopped, other):
         read = web.client.call("GET", f"/api/sessions/{session['id']}")[1]["session"]
         assert (read["state"], read["archived"]) == ("stopped", True)
@@ -92,6 +93,7 @@ def test_bulk_stop_archive_and_remove_report_each_session(web, tmp_path):
     # One request that fails refuses only its own session; it stays selected to try again.
     page.get_by_label("Archived").select_option("include")
     expect(rows).to_have_count(4)
+    expect(page.locator("#list-count")).to_have_text("4 sessions")
     page.get_by_role("checkbox", name="Select idle one").check()
     page.get_by_role("checkbox", name="Select busy one").check()
     blocked = f"**/sessions/{idle['id']}/stop*"
