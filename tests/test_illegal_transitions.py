@@ -10,7 +10,6 @@ stopped and unbound, and the next prompt runs to done. In-process, with the refe
 import logging
 import os
 import signal
-import time
 
 import pytest
 
@@ -18,18 +17,13 @@ from compozy.config import from_document
 from compozy.errors import CompozyError
 from compozy.manager import SessionManager
 from compozy.paths import Home
+from tests.harness.api import wait_for
 
 WITHIN = 30.0
 
 
 def _wait(predicate, what):
-    deadline = time.monotonic() + WITHIN
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"{what} not reached within {WITHIN}s")
+    return wait_for(predicate, timeout=WITHIN, interval=0.02, what=what)
 
 
 def _events(manager, session_id, **query):

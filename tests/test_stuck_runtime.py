@@ -12,19 +12,14 @@ import pytest
 from compozy.cli.client import Client
 from tests.harness import browser
 from tests.harness.cli import run_cli
+from tests.harness.api import wait_for
 from tests.harness.served import ServedManager
 
 WITHIN = 20.0
 
 
 def _wait(predicate, what):
-    deadline = time.monotonic() + WITHIN
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not reached within {WITHIN}s")
+    return wait_for(predicate, timeout=WITHIN, interval=0.05, what=what)
 
 
 @pytest.fixture
