@@ -11,8 +11,8 @@ import pytest
 
 from compozy.cli.client import Client
 from tests.harness import browser
-from tests.harness.cli import run_cli
 from tests.harness.api import wait_for
+from tests.harness.cli import run_cli
 from tests.harness.served import ServedManager
 
 WITHIN = 20.0
