@@ -10,18 +10,20 @@ is PostgreSQL's (compozy.fleet.catalog.take_lease), taken only after the copy is
 leaves the session where it was.
 """
 
+import contextlib
 import glob
 import json
 import logging
 import os
 import shutil
+import sqlite3
 import tempfile
 
 from pathlib import Path
 
 from compozy.errors import CompozyError
 from compozy.fleet.catalog import FleetDown
-from compozy.paths import Home
+from compozy.paths import FILE_MODE, Home
 from compozy.store.meta import MetaError, read_meta
 from compozy.store.handover import Unreadable, read_session_rows
 
@@ -76,10 +78,25 @@ def gather(session_id, found, staging):
         raise
 
 
+STORE_FILES = ("*.db", "*.db-wal", "*.db-shm", "*.db-journal")
+
+
 def copy_in(source, staging):
     """The session's folder copied beside this home's sessions (not yet among them), into this attempt's own
-    staging folder (staging_folder)."""
-    shutil.copytree(source, staging, symlinks=True, dirs_exist_ok=True)
+    staging folder (staging_folder). Its SQLite stores are copied through SQLite's backup, each a snapshot of
+    its committed rows: a node the fleet lost touch with may still be writing, and a file copy could take the
+    database and its WAL at different moments."""
+    shutil.copytree(source, staging, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*STORE_FILES))
+    for store in sorted(Path(source).rglob("*.db")):
+        if store.is_file() and not store.is_symlink():
+            copy_store(store, Path(staging) / store.relative_to(source))
+
+
+def copy_store(source, target):
+    """A consistent copy of one SQLite database (with what its WAL holds), owner-only."""
+    with contextlib.closing(sqlite3.connect(source)) as reading, contextlib.closing(sqlite3.connect(target)) as copy:
+        reading.backup(copy)
+    os.chmod(target, FILE_MODE)
 
 
 def staging_folder(adopting, session_id):
