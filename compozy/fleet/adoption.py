@@ -11,6 +11,7 @@ leaves the session where it was.
 """
 
 import contextlib
+import fnmatch
 import glob
 import json
 import logging
@@ -86,10 +87,16 @@ def copy_in(source, staging):
     staging folder (staging_folder). Its SQLite stores are copied through SQLite's backup, each a snapshot of
     its committed rows: a node the fleet lost touch with may still be writing, and a file copy could take the
     database and its WAL at different moments."""
-    shutil.copytree(source, staging, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*STORE_FILES))
+    shutil.copytree(source, staging, symlinks=True, dirs_exist_ok=True, ignore=_store_files)
     for store in sorted(Path(source).rglob("*.db")):
         if store.is_file() and not store.is_symlink():
             copy_store(store, Path(staging) / store.relative_to(source))
+
+
+def _store_files(folder, names):
+    """What copytree leaves to copy_store: the stores and their journals (a link is copied as a link)."""
+    return {name for name in names if any(fnmatch.fnmatch(name, pattern) for pattern in STORE_FILES)
+            and not os.path.islink(os.path.join(folder, name))}
 
 
 def copy_store(source, target):

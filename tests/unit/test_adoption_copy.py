@@ -2,6 +2,7 @@
 SQLite's backup, each a snapshot of what was committed, whatever their WAL still held and while their old node
 may still be writing; every other file as it is, and nothing of the stores' WAL or shared-memory files."""
 
+import os
 import sqlite3
 import stat
 from contextlib import closing
@@ -36,3 +37,15 @@ def test_the_copy_holds_every_committed_row_of_a_store_still_open_for_writing(tm
     assert (staging / "notes" / "a.txt").read_text() == "kept"
     assert not (staging / "events.db-wal").exists() and not (staging / "events.db-shm").exists()
     assert stat.S_IMODE((staging / "events.db").stat().st_mode) == 0o600
+
+
+def test_links_are_copied_as_links(tmp_path):
+    source, staging = tmp_path / "sess_a", tmp_path / "staging"
+    source.mkdir()
+    (tmp_path / "elsewhere.db").write_bytes(b"not ours")
+    (source / "linked.db").symlink_to(tmp_path / "elsewhere.db")
+    (source / "notes.txt").symlink_to("meta.json")
+    staging.mkdir()
+    copy_in(source, staging)
+    assert os.readlink(staging / "linked.db") == str(tmp_path / "elsewhere.db")
+    assert os.readlink(staging / "notes.txt") == "meta.json"
