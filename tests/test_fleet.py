@@ -13,10 +13,12 @@ fenced when it comes back after an adoption, and an outage of PostgreSQL caught 
 
 import concurrent.futures
 import contextlib
+import http.client
 import json
 import os
 import signal
 import sqlite3
+import time
 import urllib.error
 import urllib.request
 
@@ -459,6 +461,39 @@ def test_a_relayed_request_to_a_node_that_stopped_answering_is_answered_503(post
             os.kill(gamma.process.pid, signal.SIGCONT)
         assert (status, refused["code"], refused["details"]["node"]) == (503, "node_unreachable", "gamma"), refused
         assert "did not answer in 1 s" in refused["error"]
+    finally:
+        alpha.stop()
+        gamma.stop()
+
+
+@pytest.mark.skipif(os.environ.get("COMPOZY_LONG") != "1", reason="a minute of waiting: COMPOZY_LONG=1 runs it")
+def test_a_relayed_stream_from_a_node_that_froze_ends_after_three_keepalives(postgres, tmp_path):
+    """gamma freezes while alpha relays one of its session's streams: the stream hears nothing, not even a
+    keepalive, and alpha ends it after STREAM_QUIET_SECONDS (three keepalives) instead of holding its thread."""
+    from compozy.fleet.relay import STREAM_QUIET_SECONDS
+    database, secret = postgres.new_database(), secret_file(tmp_path)
+    alpha = start_node(tmp_path, database, "alpha", secret)
+    gamma = start_node(tmp_path, database, "gamma", secret)
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    try:
+        session = create(gamma, workspace, name="frozen stream")
+        wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+        viewer = Viewer(int(alpha.http_url.rsplit(":", 1)[1]), spath(session, "stream"),
+                        timeout=STREAM_QUIET_SECONDS + 60)
+        assert viewer.status == 200
+        os.kill(gamma.process.pid, signal.SIGSTOP)
+        frozen = time.monotonic()
+        try:
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                for _ in viewer.frames():
+                    pass
+            ended = time.monotonic() - frozen
+        finally:
+            os.kill(gamma.process.pid, signal.SIGCONT)
+            viewer.close()
+        assert STREAM_QUIET_SECONDS - 1 <= ended < STREAM_QUIET_SECONDS + 30, ended
+        assert document(alpha, "GET", "/api/health")[0] == 200  # alpha itself kept answering
     finally:
         alpha.stop()
         gamma.stop()
