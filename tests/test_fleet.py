@@ -442,28 +442,42 @@ def test_a_killed_node_is_flagged_and_an_outage_of_the_catalog_is_caught_up(post
 
 
 
-def test_a_relayed_request_to_a_node_that_stopped_answering_is_answered_503(postgres, tmp_path):
-    """gamma freezes (SIGSTOP: its connections stay open, nothing answers) before its heartbeat lapses: a request
-    alpha relays to it is answered 503 node_unreachable after alpha's fleet.relay_timeout, not held for ever."""
+@contextlib.contextmanager
+def a_session_of_gamma_seen_by_alpha(postgres, tmp_path, name, **alpha_config):
+    """alpha and gamma in a new fleet, a session made on gamma in alpha's fleet list; both stopped at the end."""
     database, secret = postgres.new_database(), secret_file(tmp_path)
-    alpha = start_node(tmp_path, database, "alpha", secret, relay_timeout=1)
+    alpha = start_node(tmp_path, database, "alpha", secret, **alpha_config)
     gamma = start_node(tmp_path, database, "gamma", secret)
     workspace = tmp_path / "work"
     workspace.mkdir()
     try:
-        session = create(gamma, workspace, name="frozen")
+        session = create(gamma, workspace, name=name)
         wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
-        assert document(alpha, "GET", spath(session, "history"))[0] == 200  # relayed while gamma answers
-        os.kill(gamma.process.pid, signal.SIGSTOP)
-        try:
-            status, refused = document(alpha, "GET", spath(session, "history"))
-        finally:
-            os.kill(gamma.process.pid, signal.SIGCONT)
-        assert (status, refused["code"], refused["details"]["node"]) == (503, "node_unreachable", "gamma"), refused
-        assert "did not answer in 1 s" in refused["error"]
+        yield alpha, gamma, session
     finally:
         alpha.stop()
         gamma.stop()
+
+
+@contextlib.contextmanager
+def frozen(daemon):
+    """The daemon stopped (SIGSTOP: its connections stay open, nothing answers), woken at the end."""
+    os.kill(daemon.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(daemon.process.pid, signal.SIGCONT)
+
+
+def test_a_relayed_request_to_a_node_that_stopped_answering_is_answered_503(postgres, tmp_path):
+    """gamma freezes before its heartbeat lapses: a request alpha relays to it is answered 503 node_unreachable
+    after alpha's fleet.relay_timeout, not held for ever."""
+    with a_session_of_gamma_seen_by_alpha(postgres, tmp_path, "frozen", relay_timeout=1) as (alpha, gamma, session):
+        assert document(alpha, "GET", spath(session, "history"))[0] == 200  # relayed while gamma answers
+        with frozen(gamma):
+            status, refused = document(alpha, "GET", spath(session, "history"))
+        assert (status, refused["code"], refused["details"]["node"]) == (503, "node_unreachable", "gamma"), refused
+        assert "did not answer in 1 s" in refused["error"]
 
 
 @pytest.mark.skipif(os.environ.get("COMPOZY_LONG") != "1", reason="a minute of waiting: COMPOZY_LONG=1 runs it")
@@ -471,32 +485,18 @@ def test_a_relayed_stream_from_a_node_that_froze_ends_after_three_keepalives(pos
     """gamma freezes while alpha relays one of its session's streams: the stream hears nothing, not even a
     keepalive, and alpha ends it after STREAM_QUIET_SECONDS (three keepalives) instead of holding its thread."""
     from compozy.fleet.relay import STREAM_QUIET_SECONDS
-    database, secret = postgres.new_database(), secret_file(tmp_path)
-    alpha = start_node(tmp_path, database, "alpha", secret)
-    gamma = start_node(tmp_path, database, "gamma", secret)
-    workspace = tmp_path / "work"
-    workspace.mkdir()
-    try:
-        session = create(gamma, workspace, name="frozen stream")
-        wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
+    with a_session_of_gamma_seen_by_alpha(postgres, tmp_path, "frozen stream") as (alpha, gamma, session):
         viewer = Viewer(int(alpha.http_url.rsplit(":", 1)[1]), spath(session, "stream"),
                         timeout=STREAM_QUIET_SECONDS + 60)
         assert viewer.status == 200
-        os.kill(gamma.process.pid, signal.SIGSTOP)
-        frozen = time.monotonic()
-        try:
+        with frozen(gamma), contextlib.closing(viewer):
+            began = time.monotonic()
             with contextlib.suppress(OSError, http.client.HTTPException):
                 for _ in viewer.frames():
                     pass
-            ended = time.monotonic() - frozen
-        finally:
-            os.kill(gamma.process.pid, signal.SIGCONT)
-            viewer.close()
+            ended = time.monotonic() - began
         assert STREAM_QUIET_SECONDS - 1 <= ended < STREAM_QUIET_SECONDS + 30, ended
         assert document(alpha, "GET", "/api/health")[0] == 200  # alpha itself kept answering
-    finally:
-        alpha.stop()
-        gamma.stop()
 
 
 def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres, tmp_path):
@@ -512,14 +512,11 @@ def test_a_partitioned_node_that_comes_back_after_an_adoption_is_fenced(postgres
         assert document(alpha, "POST", "/api/workspaces", {"name": "work", "path": str(workspace)})[0] == 201
         run_turn_on(gamma, session, "first, on gamma")
         wait_for(lambda: fleet_row(alpha, session["id"]), what="the session in the fleet list")
-        os.kill(gamma.process.pid, signal.SIGSTOP)
-        try:
+        with frozen(gamma):
             wait_for(lambda: fleet_row(alpha, session["id"])["node"]["status"] == "node_unreachable",
                      timeout=LAPSE + 10, what="gamma unreachable")
             status, adopted = document(alpha, "POST", f"/api/sessions/{session['id']}/adopt")
             assert status == 200 and adopted["adoption"]["lease_token"] == 1, adopted
-        finally:
-            os.kill(gamma.process.pid, signal.SIGCONT)
         wait_for(lambda: session["id"] not in {s["id"] for s in document(gamma, "GET", "/api/sessions")[1]["sessions"]},
                  what="gamma fenced the session")
         moved = adopted["session"]
