@@ -1,6 +1,8 @@
 """File checkpoints with the real daemon, the reference agent and real git: the user's own repository is never
 touched, and a checkpoint that cannot be taken (no git, a timeout, too many files) says why and fails no turn."""
 
+import os
+import shutil
 import subprocess
 import time
 
@@ -104,8 +106,15 @@ def test_without_git_the_event_says_so_and_the_turn_goes_on(home, workspace, mon
     assert events[-1]["type"] == "done" and events[-1]["content"]["stop_reason"] == "end_turn"
 
 
-def test_a_checkpoint_that_times_out_says_why_and_the_turn_goes_on(home, workspace):
-    manager = _manager(home, timeout="1ms")
+def test_a_checkpoint_that_times_out_says_why_and_the_turn_goes_on(home, workspace, monkeypatch, tmp_path):
+    # git that takes half a second to start, against a timeout of 100 ms: every call times out, however fast
+    # the machine (a real git can finish inside a timeout as short as 1 ms).
+    slow = tmp_path / "slow-git"
+    slow.mkdir()
+    (slow / "git").write_text(f'#!/bin/sh\nsleep 0.5\nexec {shutil.which("git")} "$@"\n')
+    (slow / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}{os.pathsep}{os.environ['PATH']}")
+    manager = _manager(home, timeout="100ms")
     try:
         session_id = manager.create_session({"workspace_path": str(workspace)})["session"]["id"]
         _, events = _turn(manager, session_id, "[put a.txt x] go")
